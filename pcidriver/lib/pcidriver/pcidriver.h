@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libpcidriver: the C user API of the generic PCI driver.
+ *
+ * One API, two backends chosen by device name:
+ *   "/dev/fpga0", "fpga0" or "0"  the kernel module's char device (pcidriver.ko)
+ *   "emu:" or "emu:OPTIONS"        the virtual board, a user-space model of our DMA engine
+ *                                  (options: see docs/virtual-board.md)
+ *   NULL                           $PCIDRIVER_DEVICE if set, else /dev/fpga0 if it exists,
+ *                                  else the virtual board (said once on stderr)
+ *
+ * Every function returns 0 (or a count) on success and a negative errno on failure.
+ * No global state: handles are independent; a handle is used by one thread at a time
+ * unless a function says otherwise. Bus addresses are what the device uses (IOVAs behind an
+ * IOMMU); this API never exposes physical or kernel addresses.
+ */
+#ifndef PCIDRIVER_PCIDRIVER_H
+#define PCIDRIVER_PCIDRIVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PD_MAX_BARS 6
+
+typedef struct pd_device pd_device;
+typedef struct pd_kmem pd_kmem;
+typedef struct pd_umem pd_umem;
+
+enum pd_backend { PD_BACKEND_KERNEL = 1, PD_BACKEND_EMU = 2 };
+
+/* pd_bar_info.flags */
+#define PD_BAR_PRESENT  (1u << 0)
+#define PD_BAR_IO       (1u << 1)  /* I/O port BAR (cannot be mapped) */
+#define PD_BAR_64BIT    (1u << 2)
+#define PD_BAR_PREFETCH (1u << 3)
+
+struct pd_bar_info {
+	uint64_t bus_addr;  /* as the PCI bus sees it; 0 on the virtual board */
+	uint64_t size;      /* bytes; 0 when the BAR is absent */
+	uint32_t flags;     /* PD_BAR_* */
+	uint32_t reserved;
+};
+
+enum pd_irq_mode { PD_IRQ_NONE = 0, PD_IRQ_INTX = 1, PD_IRQ_MSI = 2, PD_IRQ_MSIX = 3 };
+
+struct pd_info {
+	uint16_t vendor, device;
+	uint16_t subsystem_vendor, subsystem_device;
+	uint32_t class_code;          /* 24 bits: base class, subclass, prog-if */
+	uint8_t revision;
+	uint8_t reserved[3];
+	uint32_t backend;             /* enum pd_backend */
+	struct pd_bar_info bar[PD_MAX_BARS];
+	uint32_t irq_mode;            /* enum pd_irq_mode */
+	uint32_t irq_count;           /* interrupt sources = vectors (1 for INTx) */
+	uint32_t dma_mask_bits;       /* the device's DMA addressing limit */
+	uint32_t max_payload;         /* bytes, from the PCIe device control register */
+	uint32_t max_read_request;    /* bytes */
+	uint32_t abi_version;         /* kernel module ABI (0 on the virtual board) */
+	char name[64];                /* PCI address ("0000:01:00.0") or virtual board description */
+};
+
+/* ---- device ---- */
+int pd_open(const char *name, pd_device **out);
+void pd_close(pd_device *dev);                  /* frees everything the handle still owns */
+int pd_info(pd_device *dev, struct pd_info *info);
+int pd_list(char names[][64], size_t max, size_t *count); /* device names; the virtual board last */
+
+/* ---- BARs ---- */
+#define PD_MAP_WC (1u << 0) /* write-combining (prefetchable BARs only; else -EINVAL) */
+
+/* Map a whole BAR into this process. -EOPNOTSUPP for the virtual board's register BAR, whose
+ * registers have side effects: use the register accessors below. Unmapped by pd_unmap_bar or
+ * pd_close. */
+int pd_map_bar(pd_device *dev, unsigned int bar, unsigned int flags, void **addr, size_t *size);
+int pd_unmap_bar(pd_device *dev, unsigned int bar);
+
+/*
+ * Register access. pd_regs_get fills a small accessor for one BAR (valid until pd_close).
+ * On the kernel backend `mmio` is the mapped BAR and the inline functions below compile to
+ * volatile loads and stores; the virtual board provides read32/write32 instead. Offsets must be
+ * 4-byte aligned and inside the BAR (pd_bar_read/pd_bar_write check them; the inline accessors
+ * do not, for speed).
+ */
+struct pd_regs {
+	volatile uint8_t *mmio;
+	uint64_t size;
+	void *ctx;
+	uint32_t (*read32)(void *ctx, uint64_t offset);
+	void (*write32)(void *ctx, uint64_t offset, uint32_t value);
+};
+
+int pd_regs_get(pd_device *dev, unsigned int bar, struct pd_regs *regs);
+
+static inline uint32_t pd_reg_read32(const struct pd_regs *r, uint64_t offset)
+{
+	if (r->mmio)
+		return *(volatile uint32_t *)(r->mmio + offset);
+	return r->read32(r->ctx, offset);
+}
+
+static inline void pd_reg_write32(const struct pd_regs *r, uint64_t offset, uint32_t value)
+{
+	if (r->mmio)
+		*(volatile uint32_t *)(r->mmio + offset) = value;
+	else
+		r->write32(r->ctx, offset, value);
+}
+
+/* Checked bulk copies between a BAR and memory, in 32-bit accesses (offset, len multiples of 4). */
+int pd_bar_read(pd_device *dev, unsigned int bar, uint64_t offset, void *buf, size_t len);
+int pd_bar_write(pd_device *dev, unsigned int bar, uint64_t offset, const void *buf, size_t len);
+
+/* ---- config space ---- */
+int pd_cfg_read(pd_device *dev, uint32_t offset, void *buf, size_t len);
+int pd_cfg_write(pd_device *dev, uint32_t offset, const void *buf, size_t len); /* CAP_SYS_ADMIN */
+
+/* ---- kernel memory: DMA-coherent, physically contiguous for the device ---- */
+int pd_kmem_alloc(pd_device *dev, size_t size, pd_kmem **out);  /* mapped into this process */
+int pd_kmem_free(pd_kmem *km);
+void *pd_kmem_ptr(const pd_kmem *km);
+uint64_t pd_kmem_bus_addr(const pd_kmem *km);
+size_t pd_kmem_size(const pd_kmem *km);
+uint32_t pd_kmem_id(const pd_kmem *km);
+
+/* ---- user memory: an existing buffer pinned and mapped for DMA ---- */
+enum pd_dma_dir { PD_DMA_TO_DEVICE = 1, PD_DMA_FROM_DEVICE = 2, PD_DMA_BIDIRECTIONAL = 3 };
+enum pd_sync_dir { PD_SYNC_FOR_CPU = 1, PD_SYNC_FOR_DEVICE = 2 };
+
+struct pd_sg_entry {
+	uint64_t bus_addr;
+	uint64_t length;
+};
+
+int pd_umem_map(pd_device *dev, void *addr, size_t size, enum pd_dma_dir dir, pd_umem **out);
+int pd_umem_unmap(pd_umem *um);
+size_t pd_umem_sg_count(const pd_umem *um);
+/* Copies min(max, count) entries; returns the number copied. */
+int pd_umem_sglist(pd_umem *um, struct pd_sg_entry *entries, size_t max);
+int pd_umem_sync(pd_umem *um, enum pd_sync_dir dir);
+void *pd_umem_ptr(const pd_umem *um);
+size_t pd_umem_size(const pd_umem *um);
+uint32_t pd_umem_id(const pd_umem *um);
+
+/* ---- interrupts ---- */
+#define PD_WAIT_FOREVER UINT32_MAX
+
+/* Wait until interrupt source `source` (= vector) fired since this handle last waited on or
+ * cleared it; returns the number of events (>= 1), -ETIMEDOUT after timeout_ms (0: do not
+ * wait), -EINTR on a signal. Safe to call from another thread than the one doing register IO. */
+int pd_irq_wait(pd_device *dev, unsigned int source, uint32_t timeout_ms);
+int pd_irq_clear(pd_device *dev, unsigned int source); /* forget events not yet waited for */
+
+/* Human-readable text for a negative errno returned by this library. */
+const char *pd_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PCIDRIVER_PCIDRIVER_H */
