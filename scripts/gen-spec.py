@@ -3,6 +3,7 @@
 
     scripts/gen-spec.py            rewrite the generated files in the source tree
     scripts/gen-spec.py --check    exit 1 (and show a diff) if any generated file differs
+    scripts/gen-spec.py --check --tap   the same, reported as TAP (one test per file)
 
 The generated files are committed so that building the C libraries needs no Python.
 """
@@ -304,12 +305,18 @@ def outputs(top):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare instead of writing")
+    ap.add_argument("--tap", action="store_true", help="with --check: print TAP on stdout")
     ap.add_argument("--top", default=TOP, help="source tree (default: this script's tree)")
     a = ap.parse_args()
     bad = 0
-    for rel, want in outputs(a.top).items():
+    outs = outputs(a.top)
+    if a.tap:
+        print(f"1..{len(outs)}")
+    for n, (rel, want) in enumerate(outs.items(), 1):
         path = os.path.join(a.top, rel)
         have = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
+        if a.tap:
+            print(f"{'ok' if have == want else 'not ok'} {n} - {rel} matches {SPEC}")
         if have == want:
             continue
         if a.check:

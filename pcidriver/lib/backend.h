@@ -7,6 +7,8 @@
 #ifndef PCIDRIVER_BACKEND_H
 #define PCIDRIVER_BACKEND_H
 
+#include <pthread.h>
+
 #include "pcidriver/pcidriver.h"
 
 struct pd_backend_ops {
@@ -38,6 +40,7 @@ struct pd_bar_map {
 struct pd_device {
 	const struct pd_backend_ops *ops;
 	void *priv;
+	pthread_mutex_t lock; /* protects bars[], kmem_list and umem_list */
 	struct pd_bar_map bars[PD_MAX_BARS];
 	/* kmem/umem still owned by this handle, released by pd_close */
 	struct pd_kmem *kmem_list;

@@ -10,9 +10,11 @@
  *                                  else the virtual board (said once on stderr)
  *
  * Every function returns 0 (or a count) on success and a negative errno on failure.
- * No global state: handles are independent; a handle is used by one thread at a time
- * unless a function says otherwise. Bus addresses are what the device uses (IOVAs behind an
- * IOMMU); this API never exposes physical or kernel addresses.
+ * No global state: handles are independent. The functions of one handle may be called from
+ * several threads (allocation lists are locked; register accessors are lock-free), but one
+ * kmem/umem object must not be freed while another thread still uses it. Bus addresses are
+ * what the device uses (IOVAs behind an IOMMU); this API never exposes physical or kernel
+ * addresses.
  */
 #ifndef PCIDRIVER_PCIDRIVER_H
 #define PCIDRIVER_PCIDRIVER_H
@@ -120,6 +122,9 @@ int pd_cfg_read(pd_device *dev, uint32_t offset, void *buf, size_t len);
 int pd_cfg_write(pd_device *dev, uint32_t offset, const void *buf, size_t len); /* CAP_SYS_ADMIN */
 
 /* ---- kernel memory: DMA-coherent, physically contiguous for the device ---- */
+/* Largest request the library passes on; a backend may refuse smaller ones with -ENOMEM
+ * (the kernel's buddy allocator guarantees 4 MiB; more needs CMA). */
+#define PD_KMEM_MAX_SIZE ((size_t)256 << 20)
 int pd_kmem_alloc(pd_device *dev, size_t size, pd_kmem **out);  /* mapped into this process */
 int pd_kmem_free(pd_kmem *km);
 void *pd_kmem_ptr(const pd_kmem *km);
@@ -130,6 +135,8 @@ uint32_t pd_kmem_id(const pd_kmem *km);
 /* ---- user memory: an existing buffer pinned and mapped for DMA ---- */
 enum pd_dma_dir { PD_DMA_TO_DEVICE = 1, PD_DMA_FROM_DEVICE = 2, PD_DMA_BIDIRECTIONAL = 3 };
 enum pd_sync_dir { PD_SYNC_FOR_CPU = 1, PD_SYNC_FOR_DEVICE = 2 };
+
+#define PD_UMEM_MAX_SIZE ((size_t)64 << 30)
 
 struct pd_sg_entry {
 	uint64_t bus_addr;
