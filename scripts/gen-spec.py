@@ -46,7 +46,7 @@ def gen_c(s):
     out = []
     w = out.append
     w("/* Generated from docs/dma-engine.toml by scripts/gen-spec.py: do not edit. */")
-    w("/* SPDX-License-Identifier: GPL-2.0 */")
+    w("/* SPDX-License-Identifier: LGPL-2.1-or-later */")
     w("#ifndef MPRACE_ENGINE_SPEC_H")
     w("#define MPRACE_ENGINE_SPEC_H")
     w("")

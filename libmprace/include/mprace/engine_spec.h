@@ -1,5 +1,5 @@
 /* Generated from docs/dma-engine.toml by scripts/gen-spec.py: do not edit. */
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 #ifndef MPRACE_ENGINE_SPEC_H
 #define MPRACE_ENGINE_SPEC_H
 
