@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// DMA with our engine (docs/dma-engine.md): DMABuffer, the descriptor ring (DMADescriptorList)
+// and DMAEngine with its asynchronous Transfer handles. A guide with examples is in
+// docs/libmprace.md; errors and their errno are listed in mprace/error.hpp.
+//
+// Threading model
+//  - DMAEngine: every method is thread-safe. Each channel has its own lock, so C2H and H2C
+//    work from different threads never contend; several threads may submit to and wait on the
+//    same channel. Lock order: C2H before H2C (only reset, close and test routing take both).
+//  - Transfer: like std::future, one handle is used by one thread at a time; different handles
+//    (of one channel or not) may be used concurrently. A handle may be destroyed or released at
+//    any time: an unfinished transfer then runs on and its result is dropped.
+//  - DMABuffer: immutable after construction; data(), segments(), sync*() are thread-safe.
+//    Destroying a buffer while transfers use it aborts those transfers (they end with
+//    ECANCELED) and waits until the engine no longer touches its memory. Submitting with a
+//    buffer concurrently with its destruction is a use-after-free of the caller's.
+//  - DMADescriptorList: not thread-safe by itself; the engine serialises access per channel.
+#ifndef MPRACE_DMA_HPP
+#define MPRACE_DMA_HPP
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "pcidriver/pcidriver.hpp"
+#include "mprace/board.hpp"
+#include "mprace/engine_spec.h"
+#include "mprace/error.hpp"
+
+namespace mprace {
+
+namespace detail {
+struct BufferState;
+struct EngineState;
+struct TransferState;
+}
+
+// ------------------------------------------------------------------------------------------
+// DMABuffer: one view of pcidriver::KernelMemory or pcidriver::UserMemory.
+
+enum class MemoryKind {
+	Kernel, // driver-allocated, DMA-coherent, one bus address; cannot be cudaHostRegister'd
+	User,   // process memory pinned by the driver, a scatter-gather list of bus addresses
+};
+
+inline const char *to_string(MemoryKind k) noexcept
+{
+	return k == MemoryKind::Kernel ? "kernel memory" : "user memory";
+}
+
+// One run of contiguous bus addresses: bytes [offset, offset + length) of the buffer are at
+// bus addresses [busAddress, busAddress + length).
+struct Segment {
+	std::uint64_t busAddress;
+	std::uint64_t length;
+	std::uint64_t offset;
+};
+
+class DMABuffer {
+public:
+	// Allocates kernel memory of `size` bytes (Error from pd_kmem_alloc: EINVAL above
+	// PD_KMEM_MAX_SIZE, ENOMEM).
+	DMABuffer(Board &board, std::size_t size);
+	// Pins and maps existing memory (user memory). `addr` must be 4-byte aligned (EINVAL).
+	// dir limits the transfers: PD_DMA_FROM_DEVICE allows C2H only, PD_DMA_TO_DEVICE H2C only.
+	// The memory must stay allocated until this buffer is destroyed.
+	DMABuffer(Board &board, void *addr, std::size_t size,
+		  pd_dma_dir dir = PD_DMA_BIDIRECTIONAL);
+	// Adopt memory allocated through board.device().
+	DMABuffer(Board &board, pcidriver::KernelMemory &&km);
+	DMABuffer(Board &board, pcidriver::UserMemory &&um, pd_dma_dir dir);
+
+	DMABuffer(DMABuffer &&) noexcept;
+	DMABuffer &operator=(DMABuffer &&) noexcept; // the old buffer is destroyed as below
+	DMABuffer(const DMABuffer &) = delete;
+	DMABuffer &operator=(const DMABuffer &) = delete;
+	// Aborts the transfers still using the buffer (ECANCELED) and waits until the engine has
+	// let go of it, then frees (kernel) or unpins (user) the memory.
+	~DMABuffer();
+
+	void *data() const noexcept;
+	std::size_t size() const noexcept;
+	MemoryKind kind() const noexcept;
+	bool isKernelMemory() const noexcept { return kind() == MemoryKind::Kernel; }
+	bool isUserMemory() const noexcept { return kind() == MemoryKind::User; }
+	pd_dma_dir direction() const noexcept;
+	// Bus-address segments in buffer order (kernel memory: exactly one).
+	const std::vector<Segment> &segments() const noexcept;
+	// Bus address of byte `offset` (Error(ERANGE) past the end).
+	std::uint64_t busAddress(std::size_t offset = 0) const;
+
+	// Cache/bounce-buffer maintenance around DMA (pd_umem_sync); no-ops for kernel memory,
+	// which is coherent. Call syncForDevice() after the CPU wrote data for H2C, and
+	// syncForCpu() after a C2H transfer completed, before reading.
+	void syncForCpu();
+	void syncForDevice();
+
+	// Transfers (submitted, not yet finished) that use this buffer.
+	std::size_t activeTransfers() const noexcept;
+	// Cancels them (they end with ECANCELED); returns how many were cancelled.
+	std::size_t abortTransfers();
+
+	// The underlying libpcidriver object (nullptr for the other kind).
+	pcidriver::KernelMemory *kernelMemory() noexcept;
+	pcidriver::UserMemory *userMemory() noexcept;
+
+	detail::BufferState *state() const noexcept { return s_.get(); }
+
+private:
+	std::unique_ptr<detail::BufferState> s_;
+};
+
+// ------------------------------------------------------------------------------------------
+// Descriptor splitting: a buffer range becomes descriptors of at most max_desc_len bytes, each
+// inside one bus-address segment; addresses and lengths stay multiples of the granule.
+
+struct DescriptorChunk {
+	std::uint64_t busAddress;
+	std::uint32_t length;
+};
+
+class SGSplitter {
+public:
+	SGSplitter() noexcept = default;
+	// The range must lie inside the segments and be granule-aligned (the engine's submit
+	// checks this; the splitter does not). max_len: largest chunk, a multiple of the granule.
+	SGSplitter(const std::vector<Segment> &segments, std::uint64_t offset, std::uint64_t length,
+		   std::uint32_t max_len = MP_ENGINE_MAX_DESC_LEN) noexcept;
+
+	// The next chunk, or false when the range is exhausted.
+	bool next(DescriptorChunk &out) noexcept;
+	bool empty() const noexcept { return remaining_ == 0; }
+	std::uint64_t remaining() const noexcept { return remaining_; }
+
+	// Number of descriptors the range needs.
+	static std::size_t count(const std::vector<Segment> &segments, std::uint64_t offset,
+				 std::uint64_t length,
+				 std::uint32_t max_len = MP_ENGINE_MAX_DESC_LEN) noexcept;
+
+private:
+	const Segment *seg_ = nullptr;
+	std::uint64_t pos_ = 0;       // offset inside *seg_
+	std::uint64_t remaining_ = 0;
+	std::uint32_t max_len_ = MP_ENGINE_MAX_DESC_LEN;
+};
+
+// ------------------------------------------------------------------------------------------
+// DMADescriptorList: the ring. Native descriptors (struct mp_hw_desc, 32 bytes) are packed
+// into the pages of one kernel-memory buffer, 128 per page, none straddling a page; each has a
+// software wrapper (DMADescriptor) with its bus address and an owner tag for the engine.
+
+class DMADescriptor {
+public:
+	// The completion record (words 4-5), read with one 8-byte acquire load.
+	struct Record {
+		std::uint32_t bytes = 0;
+		std::uint32_t status = 0;
+		bool done() const noexcept { return status & MP_DESC_RESULT_STATUS_DONE_MASK; }
+		bool failed() const noexcept { return status & MP_DESC_RESULT_STATUS_ERROR_MASK; }
+		bool endOfPacket() const noexcept { return status & MP_DESC_RESULT_STATUS_EOP_MASK; }
+		unsigned int errorCode() const noexcept
+		{
+			return (status & MP_DESC_RESULT_STATUS_ERROR_CODE_MASK) >>
+			       MP_DESC_RESULT_STATUS_ERROR_CODE_SHIFT;
+		}
+	};
+
+	// Words 0-3 and the cookie; the completion record is cleared (released to the engine by the
+	// doorbell write that follows).
+	void set(std::uint64_t bus_addr, std::uint32_t len, std::uint32_t ctrl,
+		 std::uint64_t cookie = 0) noexcept;
+	void setControl(std::uint32_t ctrl) noexcept;
+	Record record() const noexcept;
+	void clearRecord() noexcept;
+
+	std::uint64_t address() const noexcept;
+	std::uint32_t length() const noexcept;
+	std::uint32_t control() const noexcept;
+	std::uint64_t cookie() const noexcept;
+
+	mp_hw_desc *native() const noexcept { return d_; }
+	std::uint64_t busAddress() const noexcept { return bus_; } // of the descriptor itself
+	std::uint32_t index() const noexcept { return index_; }
+	// Software's tag (the engine stores its transfer here).
+	void *owner() const noexcept { return owner_; }
+	void setOwner(void *o) noexcept { owner_ = o; }
+
+private:
+	friend class DMADescriptorList;
+	mp_hw_desc *d_ = nullptr;
+	std::uint64_t bus_ = 0;
+	void *owner_ = nullptr;
+	std::uint32_t index_ = 0;
+};
+
+class DMADescriptorList {
+public:
+	static constexpr std::uint32_t perPage = MP_ENGINE_PAGE_SIZE / MP_ENGINE_DESC_SIZE;
+
+	// entries: a power of two from MP_ENGINE_RING_MIN_ENTRIES to MP_ENGINE_RING_MAX_ENTRIES
+	// (Error(EINVAL) otherwise). All descriptors start cleared.
+	DMADescriptorList(Board &board, std::uint32_t entries);
+	DMADescriptorList(DMADescriptorList &&) noexcept = default;
+	DMADescriptorList &operator=(DMADescriptorList &&) noexcept = default;
+
+	std::uint32_t size() const noexcept { return static_cast<std::uint32_t>(wrappers_.size()); }
+	std::uint32_t mask() const noexcept { return size() - 1; }
+	std::size_t pages() const noexcept { return (size() + perPage - 1) / perPage; }
+	// RING_BASE: the bus address of descriptor 0.
+	std::uint64_t busAddress() const noexcept { return mem_.busAddress(); }
+	DMADescriptor &operator[](std::uint32_t i) noexcept { return wrappers_[i]; }
+	const DMADescriptor &operator[](std::uint32_t i) const noexcept { return wrappers_[i]; }
+	// The slot of free-running descriptor number n (n mod size()).
+	DMADescriptor &at(std::uint32_t n) noexcept { return wrappers_[n & mask()]; }
+	const pcidriver::KernelMemory &memory() const noexcept { return mem_; }
+
+private:
+	pcidriver::KernelMemory mem_;
+	std::vector<DMADescriptor> wrappers_;
+};
+
+// ------------------------------------------------------------------------------------------
+// Transfers and the engine.
+
+struct TransferResult {
+	bool done = false;            // finished (successfully or not)
+	int error = 0;                // 0, or a positive errno (see error.hpp)
+	unsigned int engineError = 0; // MP_ERR_* from the engine, MP_ERR_NONE if none
+	std::uint64_t bytes = 0;      // bytes moved (sum of RESULT_BYTES)
+	bool endOfPacket = false;     // C2H: the source ended a packet inside this transfer
+};
+
+class DMAEngine;
+
+// A handle on one submitted transfer. Move-only; default-constructed or moved-from handles are
+// invalid (every call but valid() and release() throws Error(EINVAL)).
+class Transfer {
+public:
+	Transfer() noexcept = default;
+	Transfer(Transfer &&o) noexcept : st_(o.st_) { o.st_ = nullptr; }
+	Transfer &operator=(Transfer &&o) noexcept;
+	Transfer(const Transfer &) = delete;
+	Transfer &operator=(const Transfer &) = delete;
+	~Transfer() { release(); }
+
+	bool valid() const noexcept { return st_ != nullptr; }
+	Channel channel() const;
+	std::uint64_t length() const;
+
+	// Non-blocking: processes completions already written back and tells whether this transfer
+	// finished (successfully or not).
+	bool done();
+	// Waits at most `timeout` (polling or interrupts, as the engine was opened). Returns true
+	// when the transfer completed successfully, false if it is still running when the timeout
+	// expires (it is left running). Throws DMAError when it failed.
+	bool wait(std::chrono::microseconds timeout);
+	// Waits up to the engine's wait timeout (EngineOptions::waitTimeout; 0: forever) and
+	// returns the bytes moved. Throws DMAError when it failed; when the wait timeout expires
+	// the transfer is aborted and DMAError(ETIMEDOUT) thrown.
+	std::uint64_t get();
+	// Cancels the transfer: it ends with ECANCELED. Descriptors of other transfers that were
+	// in flight are re-queued (the channel is reset and restarted from slot 0). Returns false
+	// if the transfer had already finished.
+	bool abort();
+	// The state without waiting and without throwing.
+	TransferResult result();
+
+	// Lets go of the handle; an unfinished transfer runs on. Idempotent.
+	void release() noexcept;
+
+	// For the C API: the state behind the handle, and adopting one back.
+	detail::TransferState *detach() noexcept
+	{
+		detail::TransferState *s = st_;
+		st_ = nullptr;
+		return s;
+	}
+	explicit Transfer(detail::TransferState *s) noexcept : st_(s) {}
+
+private:
+	detail::TransferState *st_ = nullptr;
+};
+
+enum class Completion {
+	Polling,   // read the completion records written back into host memory
+	Interrupt, // IRQ_ENABLE + pd_irq_wait on the channel's vector; records scanned after w1c
+};
+
+struct EngineOptions {
+	// Descriptors per channel ring (power of two, 2..65536). More transfers than fit are
+	// queued in software and submitted as slots free up; they never fail for lack of slots.
+	std::uint32_t ringEntries = 1024;
+	Completion completion = Completion::Polling;
+	// TIMEOUT_US of both channels: the engine fails a descriptor that made no progress for
+	// this long (MP_ERR_TIMEOUT -> ETIMEDOUT). 0: never.
+	std::uint32_t stallTimeoutUs = 0;
+	// Limit of the blocking calls (read, write, Transfer::get). 0: wait forever.
+	std::chrono::milliseconds waitTimeout{10000};
+	// Interrupt mode: a waiter also rescans the records this often, so that an error (whose
+	// vector may differ from the done vector) or a lost interrupt delays completion by at
+	// most this much instead of forever.
+	std::chrono::milliseconds irqRescan{5};
+};
+
+// Channel registers as read now (MMIO reads: for debugging, not for the fast path).
+struct ChannelStatus {
+	unsigned int state = 0;      // MP_STATE_*
+	bool busy = false;
+	unsigned int errorCode = 0;  // MP_ERR_*
+	std::uint32_t head = 0;
+	std::uint32_t tail = 0;
+	std::uint64_t bytes = 0;     // BYTES since the last reset
+};
+
+// One element of a batched submit.
+struct Request {
+	DMABuffer *buffer = nullptr;
+	std::uint64_t offset = 0;
+	std::uint64_t length = 0;
+	std::uint32_t flags = 0;   // DMAEngine::EndOfPacket
+};
+
+class DMAEngine {
+public:
+	// H2C only: assert tlast on the last beat of the transfer (CTRL.EOP on its last
+	// descriptor). Ignored for C2H.
+	static constexpr std::uint32_t EndOfPacket = 1u << 0;
+
+	// Takes the board's engine: resets both channels, sets up the rings and, in interrupt mode,
+	// IRQ_ENABLE. Error(EBUSY) if the board already has a DMAEngine, Error(ENODEV) if the board
+	// was opened with NoCheck and is not our engine, or is closed; EINVAL for bad options.
+	explicit DMAEngine(Board &board, const EngineOptions &options = EngineOptions());
+	DMAEngine(DMAEngine &&) noexcept;
+	DMAEngine &operator=(DMAEngine &&) noexcept;
+	DMAEngine(const DMAEngine &) = delete;
+	DMAEngine &operator=(const DMAEngine &) = delete;
+	// Cancels outstanding transfers (ECANCELED), stops both channels and frees the rings.
+	// Handles that are still alive stay valid and report ECANCELED.
+	~DMAEngine();
+
+	// Asynchronous: C2H ("DMA read": board -> buffer) and H2C ("DMA write": buffer -> board)
+	// of bytes [offset, offset + length) of the buffer. Argument errors throw Error (see
+	// error.hpp) and nothing is submitted.
+	Transfer readAsync(DMABuffer &buffer, std::uint64_t offset, std::uint64_t length)
+	{
+		return submit(Channel::C2H, buffer, offset, length, 0);
+	}
+	Transfer writeAsync(DMABuffer &buffer, std::uint64_t offset, std::uint64_t length,
+			    std::uint32_t flags = 0)
+	{
+		return submit(Channel::H2C, buffer, offset, length, flags);
+	}
+	Transfer submit(Channel channel, DMABuffer &buffer, std::uint64_t offset,
+			std::uint64_t length, std::uint32_t flags = 0);
+	// Several transfers with one doorbell write: out[i] receives the handle of reqs[i]. All
+	// requests are checked first; if one is invalid, Error is thrown and none is submitted.
+	void submit(Channel channel, const Request *reqs, std::size_t n, Transfer *out);
+
+	// Blocking versions (submit + Transfer::get()): return the bytes moved.
+	std::uint64_t read(DMABuffer &buffer, std::uint64_t offset, std::uint64_t length);
+	std::uint64_t write(DMABuffer &buffer, std::uint64_t offset, std::uint64_t length,
+			    std::uint32_t flags = 0);
+
+	// For tests and bring-up: one descriptor with exactly these words, no checks at all (a bus
+	// address the driver never handed out makes the engine report BUS_ERROR; invalid lengths
+	// or reserved bits its DESC_* errors). The channel recovers as after any error.
+	Transfer submitRaw(Channel channel, std::uint64_t bus_addr, std::uint32_t len,
+			   std::uint32_t ctrl = 0);
+
+	// Cancels every transfer of the channel (ECANCELED); the channel is reset and usable.
+	void abort(Channel channel);
+	// Processes completions written back so far; returns the number of transfers finished.
+	std::size_t poll(Channel channel);
+	// Transfers submitted and not finished (in the ring or queued for slots).
+	std::size_t outstanding(Channel channel) const;
+
+	void setStallTimeout(std::uint32_t us);          // TIMEOUT_US of both channels
+	void setWaitTimeout(std::chrono::milliseconds t);
+	std::chrono::milliseconds waitTimeout() const;
+	Completion completion() const;
+	std::uint32_t ringEntries() const;
+	ChannelStatus status(Channel channel) const;
+	const DMADescriptorList &ring(Channel channel) const;
+
+	detail::EngineState *state() const noexcept { return s_.get(); }
+
+private:
+	std::shared_ptr<detail::EngineState> s_;
+};
+
+} // namespace mprace
+
+#endif // MPRACE_DMA_HPP

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libmprace C API: the board, DMA buffers, the DMA engine and the test logic of our engine
+ * (docs/dma-engine.md). It wraps the C++ classes of mprace/board.hpp and mprace/dma.hpp with
+ * the same semantics; docs/libmprace.md has a guide and an example.
+ *
+ * Every function returns 0 (or a count) on success and a negative errno on failure; there is
+ * no global state. Errno values (same as the C++ exceptions, see mprace/error.hpp):
+ *   -EINVAL     NULL handle or argument, zero length, offset/length not a multiple of 4,
+ *               unknown channel, bad option or register offset
+ *   -ERANGE     offset + length past the end of the buffer
+ *   -EXDEV      buffer of another board
+ *   -EACCES     user memory mapped for the other direction only
+ *   -ENODEV     board closed (or engine closed), or MAGIC is not our engine's at open
+ *   -EPROTONOSUPPORT  engine major version differs from MP_ENGINE_VERSION_MAJOR
+ *   -EBUSY      second engine on a board; test routing changed while transfers are
+ *               outstanding; mp_buffer_free of a buffer that transfers still use
+ *   -EAGAIN     mp_transfer_wait: the timeout expired and the transfer is still running
+ *   transfer failures: -EIO (BUS_ERROR), -ETIMEDOUT (engine TIMEOUT, or the engine's software
+ *               wait timeout expired in a blocking call: the transfer was aborted), -ECANCELED
+ *               (aborted), -EPROTO (DESC_* / RING_CONFIG, only possible with raw descriptors)
+ *
+ * Threading: as in C++ (mprace/dma.hpp): engine functions are thread-safe, with one lock per
+ * channel; one mp_transfer is used by one thread at a time; register access is lock-free;
+ * mp_board_close and the free functions must not race other calls on the same object.
+ *
+ * Lifetime: objects made from a board may be freed in any order. mp_board_close cancels the
+ * engine's transfers; calls on the engine and buffers then return -ENODEV (they still must be
+ * freed). mp_transfer handles must be released with mp_transfer_release (also after the engine
+ * was closed; an unfinished transfer then runs on and its result is dropped).
+ */
+#ifndef MPRACE_MPRACE_H
+#define MPRACE_MPRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pcidriver/pcidriver.h"
+#include "mprace/engine_spec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mp_board mp_board;
+typedef struct mp_buffer mp_buffer;
+typedef struct mp_engine mp_engine;
+typedef struct mp_transfer mp_transfer;
+
+/* ---- board ---- */
+
+/* mp_board_open flags */
+#define MP_OPEN_NOCHECK (1u << 0) /* do not require our engine's MAGIC/VERSION */
+
+/* name: a libpcidriver device name ("/dev/fpga0", "emu:link=gen3x8"); NULL or "" picks the
+ * default device (see pcidriver.h). */
+int mp_board_open(const char *name, unsigned int flags, mp_board **out);
+/* The index-th device of pd_list(); -ENODEV if there is none. */
+int mp_board_open_index(unsigned int index, unsigned int flags, mp_board **out);
+/* Cancels the engine's transfers and frees the handle. NULL is ignored. */
+int mp_board_close(mp_board *board);
+
+struct mp_board_info {
+	char name[64];             /* PCI address or the virtual board's description */
+	uint32_t backend;          /* enum pd_backend */
+	uint16_t vendor, device;
+	uint32_t magic;
+	uint32_t version_major, version_minor;
+	uint32_t caps;             /* CAPS as read */
+	uint32_t datapath_bytes;
+	uint32_t c2h_channels, h2c_channels;
+	uint32_t max_payload;      /* bytes */
+	uint32_t max_read_request; /* bytes */
+	uint32_t msi_vectors;
+	uint32_t pattern_generator, checker, loopback; /* 0 or 1 */
+	uint32_t clock_mhz;
+	uint64_t bar_size[PD_MAX_BARS];
+};
+
+/* Reads the identification registers now. */
+int mp_board_identify(mp_board *board, struct mp_board_info *info);
+/* Global CONTROL.RESET; an open engine cancels its transfers and stays usable. */
+int mp_board_reset(mp_board *board);
+pd_device *mp_board_device(mp_board *board);
+
+/* BAR0 registers by byte offset (4-byte aligned, inside BAR0). */
+int mp_reg_read(mp_board *board, uint32_t offset, uint32_t *value);
+int mp_reg_write(mp_board *board, uint32_t offset, uint32_t value);
+/* Any BAR: 32-bit copies (offset and len multiples of 4); mapping a memory BAR. */
+int mp_bar_read(mp_board *board, unsigned int bar, uint64_t offset, void *buf, size_t len);
+int mp_bar_write(mp_board *board, unsigned int bar, uint64_t offset, const void *buf, size_t len);
+int mp_bar_map(mp_board *board, unsigned int bar, void **addr, size_t *size);
+
+/* ---- test logic ---- */
+
+/* source: MP_C2H_SOURCE_*, sink: MP_H2C_SINK_*; -EBUSY while transfers are outstanding. */
+int mp_test_routing(mp_board *board, unsigned int c2h_source, unsigned int h2c_sink);
+int mp_patgen_seed(mp_board *board, uint32_t seed);
+int mp_patgen_rate(mp_board *board, uint32_t mbytes_per_s); /* 0: unlimited */
+int mp_checker_reset(mp_board *board, uint32_t seed);
+int mp_checker_read(mp_board *board, uint32_t *words, uint32_t *errors);
+
+/* ---- DMA buffers ---- */
+
+enum mp_buffer_kind { MP_BUFFER_KERNEL = 1, MP_BUFFER_USER = 2 };
+
+/* Kernel memory (DMA-coherent, one bus address). */
+int mp_buffer_alloc(mp_board *board, size_t size, mp_buffer **out);
+/* Existing memory pinned as user memory (addr 4-byte aligned); it must stay allocated until
+ * mp_buffer_free. */
+int mp_buffer_wrap(mp_board *board, void *addr, size_t size, enum pd_dma_dir dir,
+		   mp_buffer **out);
+/* -EBUSY (and nothing freed) while transfers use the buffer: wait for them or call
+ * mp_buffer_abort first. NULL is ignored. */
+int mp_buffer_free(mp_buffer *buf);
+/* Cancels the transfers using the buffer; returns how many were cancelled. */
+int mp_buffer_abort(mp_buffer *buf);
+void *mp_buffer_ptr(const mp_buffer *buf);
+size_t mp_buffer_size(const mp_buffer *buf);
+int mp_buffer_kind(const mp_buffer *buf);              /* enum mp_buffer_kind, or -EINVAL */
+size_t mp_buffer_active(const mp_buffer *buf);         /* transfers using it now */
+size_t mp_buffer_segment_count(const mp_buffer *buf);
+/* Copies min(max, count) bus-address segments; returns the number copied. */
+int mp_buffer_segments(const mp_buffer *buf, struct pd_sg_entry *entries, size_t max);
+int mp_buffer_sync(mp_buffer *buf, enum pd_sync_dir dir); /* no-op for kernel memory */
+
+/* ---- DMA engine ---- */
+
+/* mp_engine_options.flags */
+#define MP_ENGINE_IRQ (1u << 0) /* complete by interrupt (default: poll the records) */
+
+struct mp_engine_options {
+	uint32_t size;             /* sizeof(struct mp_engine_options), for later additions */
+	uint32_t flags;            /* MP_ENGINE_* */
+	uint32_t ring_entries;     /* per channel, power of two 2..65536 (default 1024) */
+	uint32_t stall_timeout_us; /* TIMEOUT_US (default 0: never) */
+	uint32_t wait_timeout_ms;  /* blocking calls (default 10000; 0: forever) */
+	uint32_t irq_rescan_ms;    /* interrupt mode rescan interval (default 5) */
+};
+
+/* Fills the defaults. */
+void mp_engine_options_init(struct mp_engine_options *opts);
+/* opts NULL: defaults. -EBUSY if the board already has an engine. */
+int mp_engine_open(mp_board *board, const struct mp_engine_options *opts, mp_engine **out);
+/* Cancels outstanding transfers and frees the engine. NULL is ignored. */
+int mp_engine_close(mp_engine *eng);
+/* Cancels all transfers of a channel (MP_CH_C2H / MP_CH_H2C); the channel stays usable. */
+int mp_engine_abort(mp_engine *eng, unsigned int channel);
+/* Processes completions; returns the number of transfers that finished. */
+int mp_engine_poll(mp_engine *eng, unsigned int channel);
+int mp_engine_outstanding(mp_engine *eng, unsigned int channel, size_t *count);
+int mp_engine_set_stall_timeout(mp_engine *eng, uint32_t us);
+int mp_engine_set_wait_timeout(mp_engine *eng, uint32_t ms);
+
+/* mp_dma_submit flags */
+#define MP_DMA_EOP (1u << 0) /* H2C: tlast at the end of this transfer */
+
+/* Asynchronous transfer of bytes [offset, offset + length) of buf; *out receives a handle that
+ * must be released with mp_transfer_release. */
+int mp_dma_submit(mp_engine *eng, unsigned int channel, mp_buffer *buf, uint64_t offset,
+		  uint64_t length, unsigned int flags, mp_transfer **out);
+
+struct mp_dma_request {
+	mp_buffer *buf;
+	uint64_t offset;
+	uint64_t length;
+	uint32_t flags;
+	uint32_t reserved;
+};
+
+/* n transfers with one doorbell write; out[i] for reqs[i]. All or nothing. */
+int mp_dma_submitv(mp_engine *eng, unsigned int channel, const struct mp_dma_request *reqs,
+		   size_t n, mp_transfer **out);
+/* For tests: one descriptor with these words, unchecked (see DMAEngine::submitRaw). */
+int mp_dma_submit_raw(mp_engine *eng, unsigned int channel, uint64_t bus_addr, uint32_t len,
+		      uint32_t ctrl, mp_transfer **out);
+/* Blocking C2H / H2C (submit + wait with the engine's wait timeout); *bytes may be NULL. */
+int mp_dma_read(mp_engine *eng, mp_buffer *buf, uint64_t offset, uint64_t length,
+		uint64_t *bytes);
+int mp_dma_write(mp_engine *eng, mp_buffer *buf, uint64_t offset, uint64_t length,
+		 unsigned int flags, uint64_t *bytes);
+
+#define MP_WAIT_FOREVER UINT32_MAX
+
+/* 0 when the transfer completed successfully, -EAGAIN if it is still running after
+ * timeout_ms (0: do not wait; it is left running), else its negative errno. */
+int mp_transfer_wait(mp_transfer *t, uint32_t timeout_ms);
+
+struct mp_transfer_result {
+	uint32_t done;         /* 1 when finished */
+	int32_t error;         /* 0 or a negative errno */
+	uint32_t engine_error; /* MP_ERR_* reported by the engine */
+	uint32_t eop;          /* C2H: the source ended a packet */
+	uint64_t bytes;        /* bytes moved */
+};
+
+int mp_transfer_result(mp_transfer *t, struct mp_transfer_result *res);
+/* Cancels the transfer; 0 if it was cancelled, 1 if it had already finished. */
+int mp_transfer_abort(mp_transfer *t);
+/* Frees the handle; an unfinished transfer runs on. NULL is ignored. */
+void mp_transfer_release(mp_transfer *t);
+
+/* errno for an engine error code (MP_ERR_*), positive; 0 for MP_ERR_NONE. */
+int mp_errno_from_engine_error(unsigned int code);
+/* Text for a negative errno returned by this library. */
+const char *mp_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MPRACE_MPRACE_H */
