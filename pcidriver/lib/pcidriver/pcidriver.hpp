@@ -110,9 +110,9 @@ public:
 		dev_.reset(d, pd_close);
 	}
 
-	pd_info info() const
+	struct pd_info info() const
 	{
-		pd_info i;
+		struct pd_info i;
 		check(pd_info(dev_.get(), &i), "pd_info");
 		return i;
 	}
