@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// A dmabench mode: one way of moving data whose time per transfer is measured over a sweep of
+// sizes. The sweep (sweep.cpp) calls setup() once with the largest size, then per size:
+// warm-up transfers, N timed transfers back to back, and with --verify one more transfer
+// whose data is checked (kept out of the timing, as in the Edinburgh thesis).
+#ifndef TOOLS_DMABENCH_MODE_HPP
+#define TOOLS_DMABENCH_MODE_HPP
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mprace {
+class Board;
+class DMAEngine;
+}
+
+namespace dmabench {
+
+// Thrown by a mode factory or setup() when the mode cannot run here (no GPU, no board, a
+// feature the board lacks). In a list of several modes it is skipped with its message.
+class Unavailable : public std::runtime_error {
+public:
+	using std::runtime_error::runtime_error;
+};
+
+// Thrown for a mode name that is not a mode: a usage error.
+class BadMode : public std::invalid_argument {
+public:
+	using std::invalid_argument::invalid_argument;
+};
+
+class Mode {
+public:
+	virtual ~Mode() = default;
+
+	virtual std::string name() const = 0;        // canonical, e.g. "db4M-c2h"
+	virtual std::string direction() const = 0;   // c2h, h2c, c2g, g2c, h2g, g2h, host
+	virtual std::string description() const = 0;
+	// The reference its efficiency is measured against when --ref is auto: a mode name,
+	// "min(a,b)" or "" (none).
+	virtual std::string auto_reference() const { return std::string(); }
+	// Largest size this mode supports after setup(); 0 = any. Larger sizes of the sweep are
+	// left out with a note (e.g. PIO, or kernel memory the driver would not give).
+	virtual std::uint64_t max_bytes() const { return 0; }
+	// Smallest size; 0 = any.
+	virtual std::uint64_t min_bytes() const { return 0; }
+	// Sizes must be multiples of this (4 for the engine's granule).
+	virtual std::uint64_t granule() const { return 1; }
+	// A note printed once after setup (e.g. why sizes are capped); "" for none.
+	virtual std::string note() const { return std::string(); }
+
+	// Allocates for transfers up to `max_bytes`. May reduce max_bytes() when memory is short.
+	virtual void setup(std::uint64_t max_bytes) = 0;
+	// One complete transfer of `bytes` (returns when it is done).
+	virtual void transfer(std::uint64_t bytes) = 0;
+	// `n` transfers back to back; the default calls transfer() n times.
+	virtual void run(std::uint64_t bytes, std::uint64_t n)
+	{
+		for (std::uint64_t i = 0; i < n; ++i)
+			transfer(bytes);
+	}
+	// Whether verify() checks anything.
+	virtual bool can_verify() const { return false; }
+	// One transfer of `bytes` with its data checked; false with *why on a mismatch.
+	virtual bool verify(std::uint64_t bytes, std::string *why)
+	{
+		(void)bytes;
+		if (why)
+			*why = "not supported";
+		return false;
+	}
+	// Releases what setup() allocated (also done by the destructor).
+	virtual void teardown() {}
+};
+
+// What modes share: the board and its one DMAEngine, opened on first use (so host-only modes
+// need neither), and settings of the command line that some modes read.
+class Env {
+public:
+	Env(std::string device, bool verify);
+	~Env();
+	Env(const Env &) = delete;
+	Env &operator=(const Env &) = delete;
+
+	// The board / its engine (with the test logic routed as asked), opened on first call.
+	// Throw Unavailable when the board cannot be opened.
+	mprace::Board &board();
+	mprace::DMAEngine &engine();
+	// Routes the test logic (pattern generator, checker, loopback) for the next mode.
+	void route(unsigned c2h_source, unsigned h2c_sink);
+
+	bool board_open() const { return board_ != nullptr; }
+	bool verify() const { return verify_; }
+	// "none": the user asked for no board (host-only modes).
+	bool no_device() const { return device_ == "none"; }
+
+	// For the report: the device as given or as chosen by default, the board's own
+	// description, and the backend ("kernel", "emu", "none").
+	std::string device_name() const;
+	std::string device_description() const;
+	std::string backend() const;
+
+	std::uint64_t pio_max() const { return pio_max_; }
+	void set_pio_max(std::uint64_t v) { pio_max_ = v; }
+
+private:
+	std::string device_;
+	bool verify_;
+	std::unique_ptr<mprace::Board> board_;
+	std::unique_ptr<mprace::DMAEngine> engine_;
+	std::string open_error_;
+	std::uint64_t pio_max_ = 1 << 20;
+};
+
+struct ModeInfo {
+	const char *pattern;      // as in --list-modes
+	const char *aliases;      // thesis codes etc.
+	const char *description;
+	bool needs_cuda;
+};
+
+// The table printed by --list-modes.
+const std::vector<ModeInfo> &mode_table();
+
+// Resolves aliases and expands a direction-less buffer-manager mode ("db4M") into both
+// directions. Throws BadMode for an unknown name. Names are case-insensitive.
+std::vector<std::string> expand_mode(const std::string &name);
+
+// Creates a mode by canonical name. Throws BadMode or Unavailable.
+std::unique_ptr<Mode> make_mode(const std::string &canonical, Env &env);
+
+// Whether a canonical name needs CUDA (for the message when a GPU mode is skipped).
+bool is_gpu_mode(const std::string &canonical);
+
+} // namespace dmabench
+
+#endif

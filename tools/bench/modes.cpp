@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The mode names (with the Edinburgh thesis' codes as aliases) and the counter pattern; no
+// board needed, so the unit tests link this file (libdmabench.la).
+#include "modes_impl.hpp"
+
+#include <cstring>
+
+#include "../common/units.hpp"
+
+using tools::format_size_short;
+using tools::to_lower;
+
+namespace dmabench {
+
+const std::vector<ModeInfo> &mode_table()
+{
+	static const std::vector<ModeInfo> t = {
+		{"c2h", "FH, c2h-kmem", "raw DMA card->host into kernel memory (pattern generator source)", false},
+		{"h2c", "HF, h2c-kmem", "raw DMA host->card from kernel memory (checker sink)", false},
+		{"c2h-umem", "", "raw DMA card->host into user memory (pinned, scatter-gather)", false},
+		{"h2c-umem", "", "raw DMA host->card from user memory", false},
+		{"loopback", "lb", "H2C and C2H at once through the engine's loopback (round trip)", false},
+		{"pio-read", "", "CPU reads of a BAR, 32 bits at a time (sizes up to --pio-max)", false},
+		{"pio-write", "", "CPU writes to a BAR, 32 bits at a time (sizes up to --pio-max)", false},
+		{"cb<S>[-c2h|-h2c]", "", "bufmgr ChunkBuffer, one DMA buffer of S bytes", false},
+		{"db<S>[-c2h|-h2c]", "", "bufmgr DoubleBuffer, two DMA buffers of S bytes", false},
+		{"pb<S>x<N>[-c2h|-h2c]", "", "bufmgr PooledBuffer, N DMA buffers of S bytes", false},
+		{"memcpy", "", "host memcpy between two buffers (no board needed)", false},
+		{"hg", "HG", "cudaMemcpy pinned host -> GPU (the host link's limit)", true},
+		{"gh", "GH", "cudaMemcpy GPU -> pinned host", true},
+		{"fi", "FI", "board -> host -> GPU pipelined through bufmgr's CUDA stage (default buffers)", true},
+		{"fi-db<S> fi-pb<S>x<N>", "", "the same with a DoubleBuffer / PooledBuffer of S-byte buffers", true},
+		{"fi-serial", "", "DMA into user memory, then cudaMemcpy (the naive serial path)", true},
+		{"gi", "GI", "GPU -> host -> board pipelined through bufmgr's CUDA stage", true},
+		{"gi-db<S> gi-pb<S>x<N>", "", "the same with a DoubleBuffer / PooledBuffer", true},
+		{"gi-serial", "", "cudaMemcpy to user memory, then DMA (serial)", true},
+	};
+	return t;
+}
+
+namespace {
+
+// "4m" -> 4 MiB; BadMode on anything else.
+std::uint64_t mode_size(const std::string &text, const std::string &name)
+{
+	try {
+		std::uint64_t s = tools::parse_size(text);
+		if (s == 0)
+			throw std::invalid_argument("zero");
+		return s;
+	} catch (const std::invalid_argument &) {
+		throw BadMode("mode '" + name + "': bad buffer size '" + text + "' (e.g. db4M, pb1Mx8)");
+	}
+}
+
+// Splits "<S>x<N>" of a pooled buffer.
+void pool_spec(const std::string &text, const std::string &name, std::uint64_t *size, unsigned *count)
+{
+	auto x = text.rfind('x');
+	if (x == std::string::npos || x == 0)
+		throw BadMode("mode '" + name + "': a pooled buffer needs <size>x<count>, e.g. pb1Mx8");
+	*size = mode_size(text.substr(0, x), name);
+	std::uint64_t n;
+	try {
+		n = tools::parse_u64(text.substr(x + 1), "count");
+	} catch (const std::invalid_argument &) {
+		throw BadMode("mode '" + name + "': bad buffer count in '" + text + "'");
+	}
+	if (n < 2 || n > 4096)
+		throw BadMode("mode '" + name + "': a pooled buffer needs 2 to 4096 buffers");
+	*count = static_cast<unsigned>(n);
+}
+
+bool strip_suffix(std::string &s, const char *suffix)
+{
+	std::size_t n = std::strlen(suffix);
+	if (s.size() > n && s.compare(s.size() - n, n, suffix) == 0) {
+		s.resize(s.size() - n);
+		return true;
+	}
+	return false;
+}
+
+} // namespace
+
+ModeSpec parse_mode(const std::string &name)
+{
+	ModeSpec s;
+	std::string n = to_lower(name);
+	static const struct {
+		const char *alias, *canonical;
+	} aliases[] = {
+		{"fh", "c2h"}, {"hf", "h2c"}, {"c2h-kmem", "c2h"}, {"h2c-kmem", "h2c"}, {"lb", "loopback"},
+	};
+	for (const auto &a : aliases)
+		if (n == a.alias)
+			n = a.canonical;
+	if (n == "memcpy") {
+		s.family = Family::Memcpy;
+	} else if (n == "c2h" || n == "h2c" || n == "c2h-umem" || n == "h2c-umem") {
+		s.family = Family::Dma;
+		s.c2h = n[0] == 'c';
+		s.umem = n.size() > 3;
+	} else if (n == "loopback") {
+		s.family = Family::Loopback;
+	} else if (n == "pio-read" || n == "pio-write") {
+		s.family = Family::Pio;
+		s.c2h = n == "pio-read";
+	} else if (n == "hg" || n == "gh" || n == "fi-serial" || n == "gi-serial" || n == "fi" || n == "gi") {
+		s.family = Family::Gpu;
+		s.gpu = n;
+	} else if (n == "fr" || n == "gr") {
+		throw BadMode("mode '" + name + "': peer-to-peer (GPUDirect RDMA) is not supported; use fi/gi");
+	} else if (n.compare(0, 3, "fi-") == 0 || n.compare(0, 3, "gi-") == 0) {
+		s.family = Family::Gpu;
+		s.gpu = n.substr(0, 2);
+		std::string rest = n.substr(3);
+		if (rest.compare(0, 2, "db") == 0) {
+			s.algo = 'd';
+			s.buf_size = mode_size(rest.substr(2), name);
+			s.buf_count = 2;
+		} else if (rest.compare(0, 2, "pb") == 0) {
+			s.algo = 'p';
+			pool_spec(rest.substr(2), name, &s.buf_size, &s.buf_count);
+		} else {
+			throw BadMode("unknown mode '" + name + "' (fi/gi take -serial, -db<S> or -pb<S>x<N>)");
+		}
+	} else if (n.compare(0, 2, "cb") == 0 || n.compare(0, 2, "db") == 0 || n.compare(0, 2, "pb") == 0) {
+		s.family = Family::BufMgr;
+		s.algo = n[0];
+		std::string rest = n.substr(2);
+		if (strip_suffix(rest, "-c2h"))
+			s.c2h = true;
+		else if (strip_suffix(rest, "-h2c"))
+			s.c2h = false;
+		else
+			throw BadMode("mode '" + name + "' needs a direction (-c2h or -h2c)");
+		if (s.algo == 'p') {
+			pool_spec(rest, name, &s.buf_size, &s.buf_count);
+		} else {
+			s.buf_size = mode_size(rest, name);
+			s.buf_count = s.algo == 'c' ? 1 : 2;
+		}
+	} else {
+		throw BadMode("unknown mode '" + name + "' (dmabench --list-modes lists them)");
+	}
+	// The canonical spelling, as it appears in the CSV and JSON.
+	switch (s.family) {
+	case Family::BufMgr:
+		s.canonical = std::string(1, s.algo) + "b" + format_size_short(s.buf_size) +
+			      (s.algo == 'p' ? "x" + std::to_string(s.buf_count) : "") + (s.c2h ? "-c2h" : "-h2c");
+		break;
+	case Family::Gpu:
+		s.canonical = s.gpu;
+		if (s.algo)
+			s.canonical += std::string("-") + s.algo + "b" + format_size_short(s.buf_size) +
+				       (s.algo == 'p' ? "x" + std::to_string(s.buf_count) : "");
+		break;
+	default:
+		s.canonical = n;
+	}
+	return s;
+}
+
+std::vector<std::string> expand_mode(const std::string &name)
+{
+	std::string n = to_lower(name);
+	bool bufmgr = (n.compare(0, 2, "cb") == 0 || n.compare(0, 2, "db") == 0 || n.compare(0, 2, "pb") == 0);
+	if (bufmgr && !(n.size() > 4 && (n.compare(n.size() - 4, 4, "-c2h") == 0 || n.compare(n.size() - 4, 4, "-h2c") == 0)))
+		return {parse_mode(name + "-c2h").canonical, parse_mode(name + "-h2c").canonical};
+	return {parse_mode(name).canonical};
+}
+
+bool is_gpu_mode(const std::string &canonical) { return parse_mode(canonical).family == Family::Gpu; }
+
+void fill_pattern(void *buf, std::uint64_t bytes, std::uint32_t seed)
+{
+	auto *p = static_cast<unsigned char *>(buf);
+	for (std::uint64_t i = 0; i < bytes / 4; ++i) {
+		std::uint32_t w = seed + static_cast<std::uint32_t>(i);
+		std::memcpy(p + 4 * i, &w, 4); // the host is little-endian (mprace/spec.h checks)
+	}
+}
+
+std::int64_t check_pattern(const void *buf, std::uint64_t bytes, std::uint32_t seed)
+{
+	const auto *p = static_cast<const unsigned char *>(buf);
+	for (std::uint64_t i = 0; i < bytes / 4; ++i) {
+		std::uint32_t w;
+		std::memcpy(&w, p + 4 * i, 4);
+		if (w != seed + static_cast<std::uint32_t>(i))
+			return static_cast<std::int64_t>(i);
+	}
+	return -1;
+}
+
+} // namespace dmabench

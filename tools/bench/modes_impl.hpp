@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// Internal to dmabench: the parsed form of a mode name and the factories of each family.
+#ifndef TOOLS_DMABENCH_MODES_IMPL_HPP
+#define TOOLS_DMABENCH_MODES_IMPL_HPP
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "mode.hpp"
+
+namespace dmabench {
+
+enum class Family {
+	Memcpy,    // memcpy
+	Dma,       // c2h, h2c, c2h-umem, h2c-umem
+	Loopback,  // loopback
+	Pio,       // pio-read, pio-write
+	BufMgr,    // cb, db, pb
+	Gpu,       // hg, gh, fi, fi-serial, gi, gi-serial and their fi-/gi- buffer variants
+};
+
+struct ModeSpec {
+	Family family = Family::Memcpy;
+	std::string canonical;
+	bool c2h = true;          // Dma/BufMgr/Pio: direction (Pio: read)
+	bool umem = false;        // Dma: user memory
+	char algo = 0;            // BufMgr and fi/gi variants: 'c', 'd' or 'p'; 0 default
+	std::uint64_t buf_size = 0;
+	unsigned buf_count = 0;
+	std::string gpu;          // Gpu: "hg", "gh", "fi", "fi-serial", "gi", "gi-serial"
+};
+
+// Parses one canonical or user-spelled name with its direction; throws BadMode.
+ModeSpec parse_mode(const std::string &name);
+
+std::unique_ptr<Mode> make_memcpy_mode(const ModeSpec &s);
+std::unique_ptr<Mode> make_dma_mode(const ModeSpec &s, Env &env);
+std::unique_ptr<Mode> make_loopback_mode(const ModeSpec &s, Env &env);
+std::unique_ptr<Mode> make_pio_mode(const ModeSpec &s, Env &env);
+std::unique_ptr<Mode> make_bufmgr_mode(const ModeSpec &s, Env &env);
+// In modes_cuda.cu, or modes_nocuda.cpp when built without CUDA (throws Unavailable).
+std::unique_ptr<Mode> make_gpu_mode(const ModeSpec &s, Env &env);
+
+// Fills a buffer with the engine's counter pattern (32-bit little-endian words seed + i) and
+// checks one; `bytes` a multiple of 4. check_pattern returns the first bad word index or -1.
+void fill_pattern(void *buf, std::uint64_t bytes, std::uint32_t seed);
+std::int64_t check_pattern(const void *buf, std::uint64_t bytes, std::uint32_t seed);
+
+} // namespace dmabench
+
+#endif

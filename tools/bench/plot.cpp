@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "plot.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include "../common/units.hpp"
+#include "report.hpp"
+
+using tools::strprintf;
+
+namespace dmabench {
+
+namespace {
+
+// Okabe-Ito plus a few: distinguishable by most colour-blind readers.
+const char *const palette[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00",
+			       "#56B4E9", "#000000", "#F0E442", "#7F3C8D", "#8C564B"};
+const char *const dashes[] = {"", "6,3", "2,2", "8,3,2,3"};
+
+std::string xml(const std::string &s)
+{
+	std::string out;
+	for (char c : s) {
+		switch (c) {
+		case '<': out += "&lt;"; break;
+		case '>': out += "&gt;"; break;
+		case '&': out += "&amp;"; break;
+		case '"': out += "&quot;"; break;
+		default: out += c;
+		}
+	}
+	return out;
+}
+
+// A "nice" upper bound and step for the y axis: steps of 1, 2 or 5 times a power of ten.
+void nice_axis(double max, double *top, double *step)
+{
+	if (!(max > 0))
+		max = 1;
+	double raw = max / 6;
+	double mag = std::pow(10, std::floor(std::log10(raw)));
+	double s = mag;
+	for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+		s = m * mag;
+		if (s >= raw)
+			break;
+	}
+	*step = s;
+	*top = std::ceil(max * 1.04 / s) * s;
+}
+
+std::string title_of(const Run &run)
+{
+	std::string t = "dmabench: throughput vs transfer size";
+	if (!run.info.device_desc.empty())
+		t += " \u2014 " + run.info.device_desc;
+	else if (!run.info.device.empty())
+		t += " \u2014 " + run.info.device;
+	return t;
+}
+
+} // namespace
+
+void write_svg(std::ostream &os, const Run &run)
+{
+	const double W = 1000, H = 620, L = 80, R = 290, T = 56, B = 64;
+	const double pw = W - L - R, ph = H - T - B;
+	std::uint64_t smin = UINT64_MAX, smax = 0;
+	double ymax = 0;
+	for (const auto &m : run.modes)
+		for (const auto &p : m.points) {
+			smin = std::min(smin, p.bytes);
+			smax = std::max(smax, p.bytes);
+			ymax = std::max(ymax, p.throughput_MBps());
+		}
+	if (smax == 0) {
+		smin = 4096;
+		smax = 1 << 20;
+	}
+	double x0 = std::floor(std::log2(static_cast<double>(std::max<std::uint64_t>(smin, 1))));
+	double x1 = std::ceil(std::log2(static_cast<double>(smax)));
+	if (x1 <= x0)
+		x1 = x0 + 1;
+	double ytop, ystep;
+	nice_axis(ymax, &ytop, &ystep);
+	auto X = [&](double bytes) { return L + (std::log2(bytes) - x0) / (x1 - x0) * pw; };
+	auto Y = [&](double mbps) { return T + ph - mbps / ytop * ph; };
+
+	os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+	os << strprintf("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+			"viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" "
+			"font-size=\"13\">\n",
+			W, H, W, H);
+	os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+	os << strprintf("<text x=\"%.0f\" y=\"24\" font-size=\"16\" font-weight=\"bold\">%s</text>\n", L,
+			xml(title_of(run)).c_str());
+	os << strprintf("<text x=\"%.0f\" y=\"42\" fill=\"#555\">%s%s</text>\n", L, xml(run.info.date).c_str(),
+			run.info.host.empty() ? "" : xml(", host " + run.info.host).c_str());
+
+	// Grid and axes.
+	os << "<g stroke=\"#ddd\" stroke-width=\"1\">\n";
+	for (double y = 0; y <= ytop + ystep / 2; y += ystep)
+		os << strprintf("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", L, Y(y), L + pw, Y(y));
+	int span = static_cast<int>(x1 - x0);
+	int every = span <= 14 ? 1 : span <= 28 ? 2 : 4;
+	for (int e = static_cast<int>(x0); e <= static_cast<int>(x1); ++e)
+		if ((e - static_cast<int>(x0)) % every == 0)
+			os << strprintf("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", X(std::ldexp(1, e)), T,
+					X(std::ldexp(1, e)), T + ph);
+	os << "</g>\n";
+	os << strprintf("<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#333\"/>\n",
+			L, T, pw, ph);
+	os << "<g fill=\"#333\">\n";
+	for (double y = 0; y <= ytop + ystep / 2; y += ystep)
+		os << strprintf("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", L - 6, Y(y) + 4, y);
+	for (int e = static_cast<int>(x0); e <= static_cast<int>(x1); ++e)
+		if ((e - static_cast<int>(x0)) % every == 0)
+			os << strprintf("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", X(std::ldexp(1, e)),
+					T + ph + 18,
+					tools::format_size_short(static_cast<std::uint64_t>(std::ldexp(1, e))).c_str());
+	os << strprintf("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">transfer size (bytes, log scale)</text>\n",
+			L + pw / 2, H - 18);
+	os << strprintf("<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 18 %.1f)\">"
+			"throughput (MB/s, 10^6 B/s)</text>\n",
+			T + ph / 2, T + ph / 2);
+	os << "</g>\n";
+
+	// Curves: measured points solid with markers, the fitted model dashed and lighter.
+	for (std::size_t k = 0; k < run.modes.size(); ++k) {
+		const ModeResult &m = run.modes[k];
+		const char *colour = palette[k % 10];
+		const char *dash = dashes[(k / 10) % 4];
+		if (m.fit.valid && m.points.size() >= 2) {
+			os << strprintf("<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1\" stroke-opacity=\"0.6\" "
+					"stroke-dasharray=\"3,3\" points=\"",
+					colour);
+			double a = std::log2(static_cast<double>(m.points.front().bytes));
+			double b = std::log2(static_cast<double>(m.points.back().bytes));
+			for (int j = 0; j <= 100; ++j) {
+				double s = std::exp2(a + (b - a) * j / 100.0);
+				double mbps = s / m.fit.predict_seconds(s) / 1e6;
+				if (mbps > 0 && mbps <= ytop * 1.5)
+					os << strprintf("%.1f,%.1f ", X(s), Y(std::min(mbps, ytop)));
+			}
+			os << "\"/>\n";
+		}
+		os << strprintf("<g><title>%s</title>\n", xml(m.name).c_str());
+		os << strprintf("<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"", colour,
+				*dash ? strprintf(" stroke-dasharray=\"%s\"", dash).c_str() : "");
+		for (const auto &p : m.points)
+			os << strprintf("%.1f,%.1f ", X(static_cast<double>(p.bytes)), Y(p.throughput_MBps()));
+		os << "\"/>\n";
+		for (const auto &p : m.points)
+			os << strprintf("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>%s %s: %.1f MB/s</title></circle>\n",
+					X(static_cast<double>(p.bytes)), Y(p.throughput_MBps()), colour, xml(m.name).c_str(),
+					tools::format_size(p.bytes).c_str(), p.throughput_MBps());
+		os << "</g>\n";
+	}
+
+	// Legend with the fitted figures, as the thesis' tables give them.
+	double lx = L + pw + 16, ly = T + 8;
+	os << strprintf("<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\">mode: bandwidth, latency (fit)</text>\n",
+			lx, ly);
+	for (std::size_t k = 0; k < run.modes.size(); ++k) {
+		const ModeResult &m = run.modes[k];
+		double y = ly + 22 + 20 * static_cast<double>(k);
+		const char *dash = dashes[(k / 10) % 4];
+		os << strprintf("<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>\n",
+				lx, y - 4, lx + 24, y - 4, palette[k % 10],
+				*dash ? strprintf(" stroke-dasharray=\"%s\"", dash).c_str() : "");
+		std::string label = m.name;
+		if (m.fit.valid)
+			label += strprintf(": %.0f MB/s, %.1f \u00b5s", m.fit.bandwidth_MBps(), m.fit.latency_us());
+		os << strprintf("<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">%s</text>\n", lx + 30, y, xml(label).c_str());
+	}
+	os << "</svg>\n";
+}
+
+namespace {
+
+// Runs argv with `input` on its stdin; stdout and stderr go to `log`. Returns the exit status,
+// or -1 when it could not be started.
+int run_program(const std::vector<std::string> &argv, const std::string &input, std::string *log)
+{
+	int in[2], out[2];
+	if (pipe(in) != 0)
+		return -1;
+	if (pipe(out) != 0) {
+		close(in[0]);
+		close(in[1]);
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(in[0]); close(in[1]); close(out[0]); close(out[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(out[1], 2);
+		close(in[0]); close(in[1]); close(out[0]); close(out[1]);
+		std::vector<char *> args;
+		for (const auto &a : argv)
+			args.push_back(const_cast<char *>(a.c_str()));
+		args.push_back(nullptr);
+		execvp(args[0], args.data());
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	// The scripts are small (a few KiB), far below the pipe buffer: write all, then read.
+	std::size_t off = 0;
+	while (off < input.size()) {
+		ssize_t n = write(in[1], input.data() + off, input.size() - off);
+		if (n <= 0)
+			break;
+		off += static_cast<std::size_t>(n);
+	}
+	close(in[1]);
+	char buf[4096];
+	ssize_t n;
+	while ((n = read(out[0], buf, sizeof(buf))) > 0)
+		if (log)
+			log->append(buf, static_cast<std::size_t>(n));
+	close(out[0]);
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0) {
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status) == 127 ? -1 : WEXITSTATUS(status);
+	return -1;
+}
+
+bool on_path(const char *prog)
+{
+	const char *path = std::getenv("PATH");
+	if (!path)
+		return false;
+	for (const auto &dir : tools::split(path, ':')) {
+		std::string p = (dir.empty() ? "." : dir) + "/" + prog;
+		if (access(p.c_str(), X_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+std::string gnuplot_quote(const std::string &s)
+{
+	std::string out = "\"";
+	for (char c : s) {
+		if (c == '"' || c == '\\')
+			out += '\\';
+		out += c;
+	}
+	return out + "\"";
+}
+
+std::string gnuplot_script(const Run &run, const std::string &png, const char *terminal)
+{
+	std::ostringstream g;
+	g << "set terminal " << terminal << " size 1300,780 font \",11\"\n";
+	g << "set output " << gnuplot_quote(png) << "\n";
+	g << "set title " << gnuplot_quote(title_of(run)) << " noenhanced\n";
+	g << "set logscale x 2\nset format x \"%.0b%B\"\nset grid\nset key outside right top noenhanced\n";
+	g << "set xlabel \"transfer size (bytes, log scale)\"\nset ylabel \"throughput (MB/s, 10^6 B/s)\" noenhanced\n";
+	g << "set yrange [0:*]\n";
+	for (std::size_t k = 0; k < run.modes.size(); ++k) {
+		g << "$d" << k << " << EOD\n";
+		for (const auto &p : run.modes[k].points)
+			g << p.bytes << " " << strprintf("%.3f", p.throughput_MBps()) << "\n";
+		g << "EOD\n";
+	}
+	g << "plot ";
+	bool first = true;
+	for (std::size_t k = 0; k < run.modes.size(); ++k) {
+		const ModeResult &m = run.modes[k];
+		if (m.points.empty())
+			continue;
+		std::string label = m.name;
+		if (m.fit.valid)
+			label += strprintf(": %.0f MB/s, %.1f us", m.fit.bandwidth_MBps(), m.fit.latency_us());
+		g << (first ? "" : ", \\\n  ") << "$d" << k << " using 1:2 with linespoints lw 2 pt 7 ps 0.6 lc rgb \""
+		  << palette[k % 10] << "\" title " << gnuplot_quote(label);
+		first = false;
+	}
+	if (first)
+		g << "NaN notitle";
+	g << "\n";
+	return g.str();
+}
+
+const char *const matplotlib_script = R"PY(
+import json, sys
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+except Exception as e:
+    print("matplotlib not available:", e)
+    sys.exit(3)
+run = json.load(open(sys.argv[1]))
+def short(b):
+    for u, n in ((1 << 40, "T"), (1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")):
+        if b >= u and b % u == 0:
+            return "%d%s" % (b // u, n)
+    return "%d" % b
+fig, ax = plt.subplots(figsize=(13, 7.8), dpi=100)
+for m in run["modes"]:
+    pts = m["points"]
+    if not pts:
+        continue
+    label = m["name"]
+    f = m["fit"]
+    if f["valid"]:
+        label += ": %.0f MB/s, %.1f us" % (f["bandwidth_MBps"], f["latency_us"])
+    ax.plot([p["bytes"] for p in pts], [p["throughput_MBps"] for p in pts], marker="o", ms=3, lw=2, label=label)
+ax.set_xscale("log", base=2)
+ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: short(int(round(v)))))
+ax.set_ylim(bottom=0)
+ax.grid(True, alpha=0.4)
+ax.set_xlabel("transfer size (bytes, log scale)")
+ax.set_ylabel("throughput (MB/s, 10^6 B/s)")
+dev = run["device"]["description"] or run["device"]["name"]
+ax.set_title("dmabench: throughput vs transfer size" + (" \u2014 " + dev if dev else ""))
+ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9)
+fig.tight_layout()
+fig.savefig(sys.argv[2])
+)PY";
+
+} // namespace
+
+std::string render_png(const Run &run, const std::string &json_path, const std::string &png_path,
+		       std::string *why)
+{
+	std::string log;
+	if (on_path("gnuplot")) {
+		for (const char *term : {"pngcairo", "png"}) {
+			log.clear();
+			int rc = run_program({"gnuplot"}, gnuplot_script(run, png_path, term), &log);
+			if (rc == 0 && access(png_path.c_str(), R_OK) == 0)
+				return "gnuplot";
+		}
+		if (why)
+			*why = "gnuplot failed: " + log;
+	}
+	if (on_path("python3")) {
+		log.clear();
+		int rc = run_program({"python3", "-c", matplotlib_script, json_path, png_path}, "", &log);
+		if (rc == 0 && access(png_path.c_str(), R_OK) == 0)
+			return "matplotlib";
+		if (why && rc != 3)
+			*why = "matplotlib failed: " + log;
+	}
+	if (why && why->empty())
+		*why = "no PNG renderer (install gnuplot or python3-matplotlib for a PNG next to the SVG)";
+	return std::string();
+}
+
+} // namespace dmabench

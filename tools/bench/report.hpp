@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The text outputs of a run: a table for people (stdout) and CSV and JSON for programs. The
+// CSV columns and the JSON keys are a stable interface documented in docs/dmabench.md: new
+// columns/keys may be appended in a later schema version, none is renamed or removed.
+#ifndef TOOLS_DMABENCH_REPORT_HPP
+#define TOOLS_DMABENCH_REPORT_HPP
+
+#include <ostream>
+#include <string>
+
+#include "results.hpp"
+
+namespace dmabench {
+
+extern const char *const kSchema;          // value of the JSON "schema" key
+extern const char *const kPointsCsvHeader; // first line of PREFIX.csv
+extern const char *const kFitCsvHeader;    // first line of PREFIX-fit.csv
+
+// Fills efficiencies and fit efficiencies from the reference modes (see modes.cpp for "auto").
+void apply_reference(ModeResult &m, const Run &run);
+
+void write_mode_table(std::ostream &os, const ModeResult &m);
+void write_summary(std::ostream &os, const Run &run);
+void write_points_csv(std::ostream &os, const Run &run);
+void write_fit_csv(std::ostream &os, const Run &run);
+void write_json(std::ostream &os, const Run &run);
+
+std::string json_escape(const std::string &s);
+
+} // namespace dmabench
+
+#endif
