@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The virtual board: a user-space model of the DMA engine of docs/dma-engine.md behind the
+ * libpcidriver backend seam (backend.h). Internal header, not installed.
+ *
+ * Pieces (one file each):
+ *   emu_options.c  parsing "emu:key=value,..." into struct emu_config
+ *   emu_link.c     the link timing model (presets, TLP cost, pacing waits) and clocks
+ *   emu_iommu.c    the IOVA allocator and the IOMMU-like table the engine translates through
+ *   emu_cfg.c      PCI config space (IDs, BARs, MSI and PCIe capabilities) and its write rules
+ *   emu_regs.c     BAR0: register reads/writes with their side effects, interrupts
+ *   emu_engine.c   the channel threads (descriptor ring, data movement, completion records),
+ *                  the test logic (pattern generator, checker, loopback FIFO), the copy pool
+ *   emu_backend.c  struct pd_backend_ops pd_emu_backend: open/close, BARs, kmem, umem, IRQ wait
+ *
+ * Threads: one engine thread per channel (C2H, H2C), plus `workers` copy threads shared by
+ * both channels. Callers' threads only touch registers (atomics, short mutexes) and the IOMMU
+ * table; they never move data.
+ *
+ * Locking (lock order, outermost first; no lock is held while sleeping except the one a
+ * condition variable releases):
+ *   emu_chan.lock        channel state transitions (STATE, RUN, requests, ERROR_CODE, reset)
+ *   emu_test.lock        pattern generator / checker seeds and checker counters
+ *   emu_irq.lock         IRQ_STATUS, IRQ_ENABLE, the per-vector event counters
+ *   emu_pool.lock        the copy pool's job slots
+ *   emu_iommu.lock       the IOVA allocator; serialises map/unmap
+ *   emu_iommu.reader[i]  held by channel thread i while it translates and touches host memory;
+ *                        map/unmap hold all of them while they change the table
+ *   emu_dev.lock         the list of live kmem host ranges (umem overlap check), IDs
+ *   emu_dev.cfg_lock     config space bytes
+ * The channel lock of C2H is taken before that of H2C where both are needed (global reset).
+ * Register reads are lock-free atomics. The doorbell (TAIL write) is a store plus, only when
+ * the engine thread sleeps, a mutex-protected signal.
+ */
+#ifndef PCIDRIVER_EMU_H
+#define PCIDRIVER_EMU_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "mprace/engine_spec.h"
+
+#define EMU_MAX_VECTORS 4u
+#define EMU_READERS MP_CH_COUNT         /* translating threads: one per channel */
+#define EMU_PAGE 4096u
+#define EMU_CFG_SIZE 4096u
+#define EMU_MEM_BAR 2u                   /* the on-board memory BAR */
+#define EMU_CACHELINE 64
+
+/* ------------------------------------------------------------------ options */
+
+enum emu_sg_mode { EMU_SG_RANDOM = 0, EMU_SG_MERGED, EMU_SG_PAGES };
+enum emu_user_mode { EMU_USER_NONE = 0, EMU_USER_STREAM, EMU_USER_PACKETS };
+enum emu_cfgwr { EMU_CFGWR_AUTO = 0, EMU_CFGWR_ALLOW, EMU_CFGWR_DENY };
+enum emu_fault_mode { EMU_FAULT_NONE = 0, EMU_FAULT_ALWAYS, EMU_FAULT_ONCE };
+
+struct emu_fault {
+	enum emu_fault_mode mode;
+	uint64_t n;          /* EMU_FAULT_ONCE: the channel's descriptor sequence number */
+};
+
+struct emu_config {
+	char link[16];       /* "gen3x8", "ideal" or "custom" */
+	unsigned int gen, lanes;         /* 0 for ideal/custom */
+	bool ideal;
+	double lane_Bps;     /* presets: bytes/s per lane after line encoding */
+	double raw_Bps;      /* presets: lanes * lane_Bps */
+	double bw_Bps;       /* custom (bw=): payload bytes/s; 0 otherwise */
+	unsigned int ovh[MP_CH_COUNT];   /* TLP overhead bytes per direction (presets) */
+	double lat_ns;       /* per-descriptor latency */
+	double tlp_ns;       /* extra time per TLP */
+	uint32_t mps, mrrs;  /* bytes */
+	uint32_t msi;        /* MSI vectors granted: 1, 2 or 4 */
+	uint32_t clock_mhz;
+	uint64_t mem;        /* BAR2 size, 0 = absent */
+	uint64_t kmem_max;
+	uint64_t iova_base;
+	uint64_t seed;
+	uint64_t fifo;       /* loopback FIFO bytes (power of two) */
+	uint64_t spin_ns;    /* idle spin of an engine thread before it sleeps */
+	enum emu_sg_mode sg;
+	int workers;         /* copy threads; -1 = auto */
+	struct emu_fault stall[MP_CH_COUNT];
+	struct emu_fault buserr[MP_CH_COUNT];
+	int64_t dropirq;     /* index of the MSI message to drop, -1 = none */
+	enum emu_user_mode user;
+	uint64_t user_pkt;   /* EMU_USER_PACKETS: packet length in bytes */
+	enum emu_cfgwr cfgwr;
+};
+
+/* Parses "emu" / "emu:opts"; on error prints the reason on stderr and returns -EINVAL. */
+int emu_parse_options(const char *name, struct emu_config *cfg);
+
+/* ------------------------------------------------------------------ time and link model */
+
+uint64_t emu_now_ns(void);
+void emu_cpu_relax(void);
+
+struct emu_link {
+	bool paced;                       /* any added delay at all (not ideal, or lat/tlp set) */
+	double ns_per_byte[MP_CH_COUNT];  /* payload */
+	double ns_per_tlp[MP_CH_COUNT];   /* header/framing overhead + tlp= */
+	double lat_ns;
+};
+
+void emu_link_init(struct emu_link *link, const struct emu_config *cfg);
+/* Model time in ns for bytes [from, to) of a transfer starting at bus address addr, in
+ * direction ch, with max payload mps: payload time plus one overhead per TLP, TLPs split at
+ * MPS-aligned boundaries (so none crosses 4 KiB). */
+double emu_link_cost_ns(const struct emu_link *link, unsigned int ch, uint32_t mps,
+			uint64_t addr, uint64_t from, uint64_t to);
+/* Effective payload rate in bytes/s of large aligned transfers (for docs, info and tests). */
+double emu_link_rate(const struct emu_link *link, unsigned int ch, uint32_t mps);
+
+/* ------------------------------------------------------------------ IOMMU */
+
+#define EMU_ACC_READ  1u   /* the device may read (H2C data, descriptor fetch) */
+#define EMU_ACC_WRITE 2u   /* the device may write (C2H data, completion record) */
+
+struct emu_run {
+	uint64_t iova;     /* bus address of the first byte */
+	uint64_t len;      /* bytes */
+	uint8_t *host;     /* where those bytes live in this process */
+};
+
+struct emu_map {
+	uint64_t win_start, win_len;  /* IOVA window (page multiple), runs lie inside */
+	unsigned int access;          /* EMU_ACC_* */
+	size_t nruns;
+	struct emu_run *runs;         /* sorted by iova; relative to 0 until emu_iommu_add */
+};
+
+struct emu_iommu {
+	pthread_mutex_t lock;         /* writers: the table and the allocator */
+	pthread_mutex_t reader[EMU_READERS]; /* table changes hold all of these too */
+	size_t n, cap;                /* the table: mappings sorted by win_start */
+	struct emu_map **maps;
+	uint64_t base;                /* the first mapping starts here (iova=) */
+	uint64_t next;                /* next free IOVA (lock) */
+	uint64_t rng;                 /* guard-gap randomness (lock) */
+};
+
+int emu_iommu_init(struct emu_iommu *mmu, uint64_t base, uint64_t seed);
+void emu_iommu_destroy(struct emu_iommu *mmu);
+/* Places m's window (m->runs relative to 0) at fresh IOVAs behind a guard gap and publishes it. */
+int emu_iommu_add(struct emu_iommu *mmu, struct emu_map *m);
+/* Removes m; on return no engine thread touches its host memory any more. */
+void emu_iommu_remove(struct emu_iommu *mmu, struct emu_map *m);
+void emu_iommu_reader_lock(struct emu_iommu *mmu, unsigned int reader);
+void emu_iommu_reader_unlock(struct emu_iommu *mmu, unsigned int reader);
+/* With the reader lock held: the host address of bus address iova and how many of the `len`
+ * bytes from there are mapped contiguously with `access` (0 = fault at iova). */
+uint64_t emu_iommu_xlat(struct emu_iommu *mmu, uint64_t iova, uint64_t len,
+			unsigned int access, uint8_t **host);
+
+/* ------------------------------------------------------------------ device state */
+
+/* emu_chan.ctl: RUN is the level of CONTROL.RUN; the others are requests to the engine. */
+#define EMU_CTL_RUN   1u
+#define EMU_CTL_ABORT 2u
+#define EMU_CTL_RESET 4u
+#define EMU_CTL_QUIT  8u
+
+#define EMU_OBS 64u   /* doorbell observations kept per channel */
+
+struct emu_dev;
+
+struct emu_chan {
+	struct emu_dev *dev;
+	unsigned int idx;            /* MP_CH_C2H or MP_CH_H2C */
+	pthread_t thread;
+	bool thread_started;
+
+	pthread_mutex_t lock;
+	pthread_cond_t wake;         /* the engine thread waits here (lock) */
+	pthread_cond_t ack;          /* register writers wait here for the engine (lock) */
+	unsigned int ack_waiters;    /* lock */
+	atomic_uint_least64_t run_ns;        /* when RUN last went 0 -> 1 (written under lock) */
+
+	/* written by register writers; the engine reads */
+	_Alignas(EMU_CACHELINE) atomic_uint tail;
+	atomic_uint_least64_t tail_ns;       /* time of the last TAIL write (paced links) */
+	atomic_uint ctl;                     /* EMU_CTL_* */
+	atomic_uint ring_lo, ring_hi, ring_size, timeout_us;
+
+	/* written by the engine (and by reset with the engine stopped); readers load */
+	_Alignas(EMU_CACHELINE) atomic_uint head;
+	atomic_uint status;                  /* STATE | ERROR_CODE << 8 (BUSY is `inflight`) */
+	atomic_uint inflight;                /* a descriptor is being processed */
+	atomic_uint waiting;                 /* the engine is (about to be) in a cond wait */
+	atomic_uint_least64_t bytes;
+	atomic_uint bytes_hi;                /* latched by BYTES_LO reads */
+	atomic_uint gen;                     /* counts resets */
+
+	/* engine-thread private */
+	_Alignas(EMU_CACHELINE) uint64_t seq;        /* descriptors begun since open (faults) */
+	double cursor_ns;                    /* model time where the link is free again */
+	unsigned int seen_gen;
+	uint32_t obs_tail[EMU_OBS];          /* doorbell observations: tail value ... */
+	uint64_t obs_ns[EMU_OBS];            /* ... and the time of the write that set it */
+	unsigned int obs_first, obs_count;
+	uint32_t obs_last_tail;
+	bool stall_fired, buserr_fired;
+};
+
+struct emu_fifo {
+	uint8_t *buf;
+	uint64_t cap;                        /* power of two */
+	_Alignas(EMU_CACHELINE) atomic_uint_least64_t wpos;  /* H2C engine writes */
+	_Alignas(EMU_CACHELINE) atomic_uint_least64_t rpos;  /* C2H engine writes */
+};
+
+struct emu_test {
+	pthread_mutex_t lock;        /* seed writes vs. the engines' use of them */
+	atomic_uint control;         /* TEST_CONTROL */
+	atomic_uint pg_seed, pg_rate;
+	uint32_t pg_gen;             /* lock: bumped by PATGEN_SEED writes */
+	atomic_uint ck_seed;
+	uint32_t ck_gen;             /* lock: bumped by CHECK_SEED writes */
+	uint32_t src_gen;            /* lock: bumped by the global reset (user-stream model) */
+	atomic_uint_least64_t ck_words, ck_errors;
+	/* C2H-engine private */
+	uint32_t pg_seen_gen;
+	uint64_t pg_pos;             /* words produced since the seed write */
+	uint32_t user_seen_gen;
+	uint64_t user_words;         /* user-stream model: words produced */
+	uint64_t user_pkt_off;       /* bytes into the current packet */
+	struct emu_fifo fifo;
+};
+
+struct emu_irq {
+	pthread_mutex_t lock;
+	atomic_uint status, enable;
+	uint32_t count[EMU_MAX_VECTORS];     /* events since the last wait/clear (lock) */
+	pthread_cond_t cond[EMU_MAX_VECTORS];
+	uint64_t msgs;                       /* MSI messages generated (lock) */
+	uint32_t vectors;                    /* granted */
+	int64_t drop;                        /* message index to drop, -1 none (lock) */
+};
+
+struct emu_job;
+
+struct emu_pool {
+	pthread_mutex_t lock;
+	pthread_cond_t work;          /* workers wait for a job */
+	pthread_cond_t done;          /* submitters wait for their parts */
+	struct emu_job *slot[MP_CH_COUNT];
+	unsigned int nthreads, started;
+	pthread_t *threads;
+	bool quit;
+};
+
+struct emu_kmem_range {
+	struct emu_kmem_range *next;
+	uintptr_t start, end;
+};
+
+struct emu_dev {
+	struct emu_config cfg;
+	struct emu_link link;
+	uint64_t t0_ns;
+	uint64_t chunk;               /* bytes per paced piece (power of two) */
+	uint64_t split_min;           /* smallest piece handed to the copy pool */
+
+	/* BAR0 globals */
+	atomic_uint scratch;
+	atomic_uint cycle_hi;
+	atomic_uint mps_code, mrrs_code;     /* from Device Control, see emu_cfg.c */
+
+	struct emu_chan ch[MP_CH_COUNT];
+	struct emu_test test;
+	struct emu_irq irq;
+	struct emu_pool pool;
+	struct emu_iommu mmu;
+
+	/* on-board memory BAR */
+	void *mem;
+
+	/* config space */
+	pthread_mutex_t cfg_lock;
+	uint8_t cfgspace[EMU_CFG_SIZE];
+	uint8_t cfg_wmask[EMU_CFG_SIZE];
+
+	/* kmem/umem bookkeeping */
+	pthread_mutex_t lock;
+	uint32_t next_kmem_id, next_umem_id;
+	uint64_t umem_count;          /* umem mappings made (layout randomness) */
+	struct emu_kmem_range *kmem_ranges;
+};
+
+/* emu_cfg.c */
+void emu_cfg_init(struct emu_dev *d);
+int emu_cfg_read(struct emu_dev *d, uint32_t off, void *buf, size_t len);
+int emu_cfg_write(struct emu_dev *d, uint32_t off, const void *buf, size_t len);
+static inline uint32_t emu_mps(struct emu_dev *d)
+{
+	return 128u << atomic_load_explicit(&d->mps_code, memory_order_relaxed);
+}
+
+/* emu_regs.c */
+uint32_t emu_reg_read(void *ctx, uint64_t off);
+void emu_reg_write(void *ctx, uint64_t off, uint32_t val);
+void emu_irq_init(struct emu_irq *irq, uint32_t vectors, int64_t drop);
+void emu_irq_destroy(struct emu_irq *irq);
+void emu_irq_raise(struct emu_dev *d, uint32_t bit);
+void emu_irq_reset(struct emu_dev *d);
+int emu_irq_wait(struct emu_dev *d, unsigned int vec, uint32_t timeout_ms);
+int emu_irq_clear(struct emu_dev *d, unsigned int vec);
+
+/* emu_engine.c */
+int emu_engine_start(struct emu_dev *d);     /* threads; call once after init */
+void emu_engine_stop(struct emu_dev *d);     /* joins every thread, even mid-transfer */
+void emu_chan_init(struct emu_dev *d, unsigned int idx);
+void emu_chan_destroy(struct emu_chan *ch);
+int emu_test_init(struct emu_test *t, uint64_t fifo);
+void emu_test_destroy(struct emu_test *t);
+/* Register-side operations of emu_regs.c that need the engine's cooperation. */
+void emu_chan_write_control(struct emu_chan *ch, uint32_t val);
+void emu_chan_write_tail(struct emu_chan *ch, uint32_t val);
+void emu_chan_write_ring(struct emu_chan *ch, uint64_t off, uint32_t val);
+void emu_chan_wake(struct emu_chan *ch);
+void emu_global_reset(struct emu_dev *d);
+void emu_test_write(struct emu_dev *d, uint64_t off, uint32_t val);
+
+#endif /* PCIDRIVER_EMU_H */

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * BAR0 of the virtual board: the register file of docs/dma-engine.md section 9 behind the
+ * pd_regs read32/write32 accessors, and the interrupt logic of section 6 feeding the
+ * per-vector event counters that pd_irq_wait sleeps on.
+ *
+ * Reads are lock-free loads. Writes with side effects call into the engine (emu_engine.c),
+ * which applies them as hardware would: a TAIL write is a store plus a wake-up only when the
+ * channel thread sleeps; CONTROL.RUN/ABORT/RESET take effect before the write returns (a
+ * following STATUS read sees the new state), except that RUN = 0 lets a descriptor in flight
+ * finish first.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <time.h>
+
+#include "emu.h"
+
+#define IRQ_BITS (MP_REG_IRQ_STATUS_C2H_DONE_MASK | MP_REG_IRQ_STATUS_H2C_DONE_MASK | \
+		  MP_REG_IRQ_STATUS_ERROR_MASK)
+
+static uint64_t cycles(struct emu_dev *d)
+{
+	uint64_t ns = emu_now_ns() - d->t0_ns;
+
+	return ns / 1000 * d->cfg.clock_mhz + ns % 1000 * d->cfg.clock_mhz / 1000;
+}
+
+static uint32_t caps(struct emu_dev *d)
+{
+	return (32u << MP_REG_CAPS_DATAPATH_BYTES_SHIFT) |
+	       (1u << MP_REG_CAPS_C2H_CHANNELS_SHIFT) |
+	       (1u << MP_REG_CAPS_H2C_CHANNELS_SHIFT) |
+	       (atomic_load_explicit(&d->mps_code, memory_order_relaxed) << MP_REG_CAPS_MPS_SHIFT) |
+	       (atomic_load_explicit(&d->mrrs_code, memory_order_relaxed) << MP_REG_CAPS_MRRS_SHIFT) |
+	       MP_REG_CAPS_PATGEN_MASK | MP_REG_CAPS_CHECKER_MASK | MP_REG_CAPS_LOOPBACK_MASK |
+	       (d->cfg.msi << MP_REG_CAPS_MSI_VECTORS_SHIFT);
+}
+
+static uint32_t chan_read(struct emu_chan *ch, uint64_t off)
+{
+	uint64_t b;
+	uint32_t st;
+
+	switch (off) {
+	case MP_CHREG_CONTROL:
+		return atomic_load_explicit(&ch->ctl, memory_order_relaxed) & EMU_CTL_RUN;
+	case MP_CHREG_STATUS:
+		st = atomic_load_explicit(&ch->status, memory_order_acquire);
+		if (atomic_load_explicit(&ch->inflight, memory_order_relaxed))
+			st |= MP_CHREG_STATUS_BUSY_MASK;
+		return st;
+	case MP_CHREG_RING_BASE_LO:
+		return atomic_load_explicit(&ch->ring_lo, memory_order_relaxed);
+	case MP_CHREG_RING_BASE_HI:
+		return atomic_load_explicit(&ch->ring_hi, memory_order_relaxed);
+	case MP_CHREG_RING_SIZE:
+		return atomic_load_explicit(&ch->ring_size, memory_order_relaxed);
+	case MP_CHREG_TAIL:
+		return atomic_load_explicit(&ch->tail, memory_order_relaxed);
+	case MP_CHREG_HEAD:
+		return atomic_load_explicit(&ch->head, memory_order_acquire);
+	case MP_CHREG_TIMEOUT_US:
+		return atomic_load_explicit(&ch->timeout_us, memory_order_relaxed);
+	case MP_CHREG_BYTES_LO:
+		b = atomic_load_explicit(&ch->bytes, memory_order_acquire);
+		atomic_store_explicit(&ch->bytes_hi, (uint32_t)(b >> 32), memory_order_relaxed);
+		return (uint32_t)b;
+	case MP_CHREG_BYTES_HI:
+		return atomic_load_explicit(&ch->bytes_hi, memory_order_relaxed);
+	default:
+		return 0;
+	}
+}
+
+uint32_t emu_reg_read(void *ctx, uint64_t off)
+{
+	struct emu_dev *d = ctx;
+	uint64_t c, v;
+
+	off &= ~(uint64_t)3;
+	if (off >= MP_CH_BASE(0) && off < MP_CH_BASE(MP_CH_COUNT))
+		return chan_read(&d->ch[(off - MP_CH_BASE(0)) / 0x40u],
+				 (off - MP_CH_BASE(0)) % 0x40u);
+	switch (off) {
+	case MP_REG_MAGIC:
+		return MP_ENGINE_MAGIC;
+	case MP_REG_VERSION:
+		return (MP_ENGINE_VERSION_MAJOR << MP_REG_VERSION_MAJOR_SHIFT) |
+		       (MP_ENGINE_VERSION_MINOR << MP_REG_VERSION_MINOR_SHIFT);
+	case MP_REG_CAPS:
+		return caps(d);
+	case MP_REG_CLOCK_MHZ:
+		return d->cfg.clock_mhz;
+	case MP_REG_SCRATCH:
+		return atomic_load_explicit(&d->scratch, memory_order_relaxed);
+	case MP_REG_CYCLE_LO:
+		c = cycles(d);
+		atomic_store_explicit(&d->cycle_hi, (uint32_t)(c >> 32), memory_order_relaxed);
+		return (uint32_t)c;
+	case MP_REG_CYCLE_HI:
+		return atomic_load_explicit(&d->cycle_hi, memory_order_relaxed);
+	case MP_REG_IRQ_STATUS:
+		return atomic_load_explicit(&d->irq.status, memory_order_acquire);
+	case MP_REG_IRQ_ENABLE:
+		return atomic_load_explicit(&d->irq.enable, memory_order_relaxed);
+	case MP_REG_TEST_CONTROL:
+		return atomic_load_explicit(&d->test.control, memory_order_relaxed);
+	case MP_REG_PATGEN_SEED:
+		return atomic_load_explicit(&d->test.pg_seed, memory_order_relaxed);
+	case MP_REG_PATGEN_RATE:
+		return atomic_load_explicit(&d->test.pg_rate, memory_order_relaxed);
+	case MP_REG_CHECK_SEED:
+		return atomic_load_explicit(&d->test.ck_seed, memory_order_relaxed);
+	case MP_REG_CHECK_ERRORS:
+		v = atomic_load_explicit(&d->test.ck_errors, memory_order_relaxed);
+		return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+	case MP_REG_CHECK_WORDS:
+		return (uint32_t)atomic_load_explicit(&d->test.ck_words, memory_order_relaxed);
+	default:
+		return 0;   /* CONTROL reads 0 (self-clearing); unlisted offsets read 0 */
+	}
+}
+
+static void irq_write_status(struct emu_dev *d, uint32_t v);
+static void irq_write_enable(struct emu_dev *d, uint32_t v);
+
+static void chan_write(struct emu_chan *ch, uint64_t off, uint32_t v)
+{
+	switch (off) {
+	case MP_CHREG_CONTROL:
+		emu_chan_write_control(ch, v);
+		break;
+	case MP_CHREG_RING_BASE_LO:
+	case MP_CHREG_RING_BASE_HI:
+	case MP_CHREG_RING_SIZE:
+		emu_chan_write_ring(ch, off, v);
+		break;
+	case MP_CHREG_TAIL:
+		emu_chan_write_tail(ch, v);
+		break;
+	case MP_CHREG_TIMEOUT_US:
+		atomic_store(&ch->timeout_us, v);
+		emu_chan_wake(ch);   /* a stalled descriptor re-arms its deadline */
+		break;
+	default:
+		break;               /* read-only or unlisted */
+	}
+}
+
+void emu_reg_write(void *ctx, uint64_t off, uint32_t v)
+{
+	struct emu_dev *d = ctx;
+
+	off &= ~(uint64_t)3;
+	if (off >= MP_CH_BASE(0) && off < MP_CH_BASE(MP_CH_COUNT)) {
+		chan_write(&d->ch[(off - MP_CH_BASE(0)) / 0x40u], (off - MP_CH_BASE(0)) % 0x40u, v);
+		return;
+	}
+	switch (off) {
+	case MP_REG_CONTROL:
+		if (v & MP_REG_CONTROL_RESET_MASK)
+			emu_global_reset(d);
+		break;
+	case MP_REG_SCRATCH:
+		atomic_store_explicit(&d->scratch, v, memory_order_relaxed);
+		break;
+	case MP_REG_IRQ_STATUS:
+		irq_write_status(d, v);
+		break;
+	case MP_REG_IRQ_ENABLE:
+		irq_write_enable(d, v);
+		break;
+	case MP_REG_TEST_CONTROL:
+	case MP_REG_PATGEN_SEED:
+	case MP_REG_PATGEN_RATE:
+	case MP_REG_CHECK_SEED:
+		emu_test_write(d, off, v);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ------------------------------------------------------------------ interrupts */
+
+void emu_irq_init(struct emu_irq *irq, uint32_t vectors, int64_t drop)
+{
+	pthread_condattr_t attr;
+	unsigned int i;
+
+	pthread_mutex_init(&irq->lock, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	for (i = 0; i < EMU_MAX_VECTORS; i++) {
+		pthread_cond_init(&irq->cond[i], &attr);
+		irq->count[i] = 0;
+	}
+	pthread_condattr_destroy(&attr);
+	atomic_init(&irq->status, 0);
+	atomic_init(&irq->enable, 0);
+	irq->msgs = 0;
+	irq->vectors = vectors;
+	irq->drop = drop;
+}
+
+void emu_irq_destroy(struct emu_irq *irq)
+{
+	unsigned int i;
+
+	for (i = 0; i < EMU_MAX_VECTORS; i++)
+		pthread_cond_destroy(&irq->cond[i]);
+	pthread_mutex_destroy(&irq->lock);
+}
+
+/* The MSI vector of an IRQ_STATUS bit: its own with at least 4 granted, else vector 0. */
+static unsigned int vector_of(const struct emu_irq *irq, uint32_t bit)
+{
+	static const unsigned int vec[MP_IRQ_SOURCES] = {
+		[MP_IRQ_C2H_DONE_BIT] = MP_IRQ_C2H_DONE_VECTOR,
+		[MP_IRQ_H2C_DONE_BIT] = MP_IRQ_H2C_DONE_VECTOR,
+		[MP_IRQ_ERROR_BIT] = MP_IRQ_ERROR_VECTOR,
+	};
+
+	return irq->vectors >= 4 ? vec[bit] : 0;
+}
+
+/* One MSI message (irq->lock held): the driver's handler counts it and wakes the waiters. */
+static void send_locked(struct emu_irq *irq, uint32_t bit)
+{
+	unsigned int v = vector_of(irq, bit);
+	uint64_t idx = irq->msgs++;
+
+	if (irq->drop >= 0 && idx == (uint64_t)irq->drop)
+		return;   /* fault injection: this message is lost */
+	if (irq->count[v] < INT_MAX)
+		irq->count[v]++;
+	pthread_cond_broadcast(&irq->cond[v]);
+}
+
+void emu_irq_raise(struct emu_dev *d, uint32_t bit)
+{
+	struct emu_irq *irq = &d->irq;
+	uint32_t m = 1u << bit, old;
+
+	pthread_mutex_lock(&irq->lock);
+	old = atomic_fetch_or_explicit(&irq->status, m, memory_order_release);
+	if (!(old & m) && (atomic_load_explicit(&irq->enable, memory_order_relaxed) & m))
+		send_locked(irq, bit);
+	pthread_mutex_unlock(&irq->lock);
+}
+
+static void irq_write_status(struct emu_dev *d, uint32_t v)
+{
+	pthread_mutex_lock(&d->irq.lock);
+	atomic_fetch_and_explicit(&d->irq.status, ~(v & IRQ_BITS), memory_order_release);
+	pthread_mutex_unlock(&d->irq.lock);
+}
+
+static void irq_write_enable(struct emu_dev *d, uint32_t v)
+{
+	struct emu_irq *irq = &d->irq;
+	uint32_t old, pending, bit;
+
+	v &= IRQ_BITS;
+	pthread_mutex_lock(&irq->lock);
+	old = atomic_exchange_explicit(&irq->enable, v, memory_order_relaxed);
+	/* enabling a source that is already pending raises it */
+	pending = v & ~old & atomic_load_explicit(&irq->status, memory_order_relaxed);
+	for (bit = 0; bit < MP_IRQ_SOURCES; bit++)
+		if (pending & (1u << bit))
+			send_locked(irq, bit);
+	pthread_mutex_unlock(&irq->lock);
+}
+
+/* Global reset: IRQ_STATUS and IRQ_ENABLE to 0 (the event counters belong to the driver). */
+void emu_irq_reset(struct emu_dev *d)
+{
+	pthread_mutex_lock(&d->irq.lock);
+	atomic_store(&d->irq.status, 0);
+	atomic_store(&d->irq.enable, 0);
+	pthread_mutex_unlock(&d->irq.lock);
+}
+
+int emu_irq_wait(struct emu_dev *d, unsigned int vec, uint32_t timeout_ms)
+{
+	struct emu_irq *irq = &d->irq;
+	struct timespec ts;
+	uint64_t deadline;
+	int n, rc = 0;
+
+	if (vec >= irq->vectors)
+		return -EINVAL;
+	pthread_mutex_lock(&irq->lock);
+	if (!irq->count[vec] && timeout_ms != 0) {
+		if (timeout_ms == PD_WAIT_FOREVER) {
+			while (!irq->count[vec])
+				pthread_cond_wait(&irq->cond[vec], &irq->lock);
+		} else {
+			deadline = emu_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+			ts.tv_sec = (time_t)(deadline / 1000000000ull);
+			ts.tv_nsec = (long)(deadline % 1000000000ull);
+			while (!irq->count[vec] && rc != ETIMEDOUT)
+				rc = pthread_cond_timedwait(&irq->cond[vec], &irq->lock, &ts);
+		}
+	}
+	n = (int)irq->count[vec];
+	irq->count[vec] = 0;
+	pthread_mutex_unlock(&irq->lock);
+	return n ? n : -ETIMEDOUT;
+}
+
+int emu_irq_clear(struct emu_dev *d, unsigned int vec)
+{
+	if (vec >= d->irq.vectors)
+		return -EINVAL;
+	pthread_mutex_lock(&d->irq.lock);
+	d->irq.count[vec] = 0;
+	pthread_mutex_unlock(&d->irq.lock);
+	return 0;
+}
