@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// Transform policies: the copy loop between a DMA buffer and the user's buffer, with the data
+// conversion merged into it (see the Transform concept in bufmgr/concepts.hpp).
+//
+//   Identity<T>          plain copy (memcpy)
+//   ByteSwap<T>          reverse the bytes of each 16-, 32- or 64-bit word (ByteSwap16/32/64)
+//   Int16ToFloat         signed 16-bit samples to float, times a scale
+//   FloatToInt16         float to signed 16-bit, times a scale, rounded to nearest, saturated
+//   make_transform<In, Out>(f)   any callable Out(In) (a lambda, a function object)
+//
+// A transform maps source to destination of the copy: used for a read (board -> user) the DMA
+// buffer holds in_type; used for a write (user -> board) the board receives out_type.
+#ifndef BUFMGR_TRANSFORM_HPP
+#define BUFMGR_TRANSFORM_HPP
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "bufmgr/concepts.hpp"
+
+namespace bufmgr {
+
+template <class T = std::byte>
+struct Identity {
+	static_assert(std::is_trivially_copyable_v<T>, "bufmgr::Identity<T>: T must be trivially copyable");
+	using in_type = T;
+	using out_type = T;
+	void operator()(const T *src, T *dst, std::size_t n) const noexcept
+	{
+		if (n)
+			std::memcpy(dst, src, n * sizeof(T));
+	}
+};
+
+template <class T>
+struct ByteSwap {
+	static_assert(std::is_integral_v<T> && (sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8),
+		      "bufmgr::ByteSwap<T>: T must be a 16-, 32- or 64-bit integer type (ByteSwap16/32/64)");
+	using in_type = T;
+	using out_type = T;
+	T operator()(T v) const noexcept
+	{
+		using U = std::make_unsigned_t<T>;
+		U u = static_cast<U>(v);
+		if constexpr (sizeof(T) == 2)
+			u = __builtin_bswap16(u);
+		else if constexpr (sizeof(T) == 4)
+			u = __builtin_bswap32(u);
+		else
+			u = __builtin_bswap64(u);
+		return static_cast<T>(u);
+	}
+};
+using ByteSwap16 = ByteSwap<std::uint16_t>;
+using ByteSwap32 = ByteSwap<std::uint32_t>;
+using ByteSwap64 = ByteSwap<std::uint64_t>;
+
+struct Int16ToFloat {
+	using in_type = std::int16_t;
+	using out_type = float;
+	float scale = 1.0f;
+	constexpr Int16ToFloat() noexcept = default;
+	constexpr explicit Int16ToFloat(float s) noexcept : scale(s) {}
+	float operator()(std::int16_t v) const noexcept { return static_cast<float>(v) * scale; }
+};
+
+struct FloatToInt16 {
+	using in_type = float;
+	using out_type = std::int16_t;
+	float scale = 1.0f;
+	constexpr FloatToInt16() noexcept = default;
+	constexpr explicit FloatToInt16(float s) noexcept : scale(s) {}
+	// Rounded to nearest (ties to even), saturated to [-32768, 32767]; NaN gives 0.
+	std::int16_t operator()(float v) const noexcept
+	{
+		float y = v * scale;
+		if (!(y == y))
+			return 0;
+		y = y < -32768.0f ? -32768.0f : (y > 32767.0f ? 32767.0f : y);
+		return static_cast<std::int16_t>(std::nearbyint(y));
+	}
+};
+
+// Any callable Out(In) as a Transform (element form).
+template <class In, class Out, class F>
+class FunctionTransform {
+public:
+	using in_type = In;
+	using out_type = Out;
+	explicit FunctionTransform(F f) : f_(std::move(f)) {}
+	Out operator()(const In &v) const { return static_cast<Out>(f_(v)); }
+
+private:
+	F f_;
+};
+
+template <class In, class Out, class F>
+FunctionTransform<In, Out, std::decay_t<F>> make_transform(F &&f)
+{
+	return FunctionTransform<In, Out, std::decay_t<F>>(std::forward<F>(f));
+}
+
+namespace detail {
+
+// The copy loop: n elements from src to dst through the transform (block form if it has one).
+template <class X>
+inline void apply_transform(const X &x, const typename X::in_type *src, typename X::out_type *dst,
+			    std::size_t n)
+{
+	if constexpr (is_block_transform_v<X>) {
+		x(src, dst, n);
+	} else {
+		const typename X::in_type *__restrict s = src;
+		typename X::out_type *__restrict d = dst;
+		for (std::size_t k = 0; k < n; ++k)
+			d[k] = x(s[k]);
+	}
+}
+
+} // namespace detail
+
+} // namespace bufmgr
+
+#endif // BUFMGR_TRANSFORM_HPP

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-2.0
+// ChunkBuffer, DoubleBuffer and PooledBuffer over the memcpy Transfer policy, both directions:
+// sizes 0, one granule, around and far beyond the buffer and pool sizes; data compared byte for
+// byte with an independent reference, and the stream position checked across calls.
+#include "test_bufmgr.hpp"
+
+using namespace bufmgr;
+using testbm::cyclic;
+using testbm::error_of;
+using testbm::random_bytes;
+
+static constexpr std::size_t BUF = 4096;
+// Byte counts (multiples of the 4-byte granule): 0, one granule, below/at/above one buffer,
+// non-multiples of the buffer, and many times a pool of 7 buffers.
+static const std::size_t sizes[] = {0, 4, BUF - 4, BUF, BUF + 4, 3 * BUF + 12, 2 * BUF,
+				    100 * BUF + 4, (1 << 20) + 36};
+static constexpr int nsizes = sizeof(sizes) / sizeof(sizes[0]);
+// A source whose length is no multiple of anything above, so a misplaced chunk shows.
+static const std::vector<std::byte> &source()
+{
+	static const auto s = random_bytes(3 * BUF * 7 + 4 * 13, 42);
+	return s;
+}
+
+static MemcpyOptions options(std::vector<std::byte> *sink = nullptr)
+{
+	MemcpyOptions o;
+	o.granule = 4;
+	o.source = source().data();
+	o.source_size = source().size();
+	if (sink) {
+		o.sink = sink->data();
+		o.sink_size = sink->size();
+	}
+	return o;
+}
+
+// Reads every size in turn from one manager: the data must continue the source stream.
+template <class Algo>
+static void check_reads(Algo &a)
+{
+	std::uint64_t pos = 0;
+	for (int k = 0; k < nsizes; ++k) {
+		const std::size_t n = sizes[k];
+		std::vector<std::byte> got(n + 8, std::byte{0xee});
+		ck_assert_uint_eq(a.read(got.data(), n), n);
+		const auto want = cyclic(source(), pos, n);
+		ck_assert_bytes_eq(got.data(), want.data(), n);
+		for (std::size_t j = n; j < n + 8; ++j)
+			ck_assert_msg(got[j] == std::byte{0xee}, "read wrote past the end (size %zu)", n);
+		pos += n;
+		ck_assert_uint_eq(a.transfer().bytes(Direction::c2h), pos);
+	}
+}
+
+template <class Algo>
+static void check_writes(Algo &a, const std::vector<std::byte> &sink)
+{
+	std::uint64_t pos = 0;
+	for (int k = 0; k < nsizes; ++k) {
+		const std::size_t n = sizes[k];
+		const auto src = random_bytes(n, 100 + k);
+		a.write(src.data(), n);
+		ck_assert_bytes_eq(sink.data() + pos, src.data(), n);
+		pos += n;
+		ck_assert_uint_eq(a.transfer().bytes(Direction::h2c), pos);
+	}
+}
+
+static std::size_t total_size()
+{
+	std::size_t t = 0;
+	for (auto n : sizes)
+		t += n;
+	return t;
+}
+
+START_TEST(test_chunk_read)
+{
+	ChunkBuffer<MemcpyTransfer> a(MemcpyTransfer(options()), BUF);
+	check_reads(a);
+}
+END_TEST
+
+START_TEST(test_double_read)
+{
+	DoubleBuffer<MemcpyTransfer> a(MemcpyTransfer(options()), BUF);
+	check_reads(a);
+}
+END_TEST
+
+START_TEST(test_pooled_read)
+{
+	PooledBuffer<MemcpyTransfer> a(MemcpyTransfer(options()), 7, BUF);
+	check_reads(a);
+	PooledBuffer<MemcpyTransfer> b(MemcpyTransfer(options()), 2, BUF + 4); // odd buffer size
+	check_reads(b);
+}
+END_TEST
+
+START_TEST(test_chunk_write)
+{
+	std::vector<std::byte> sink(total_size());
+	ChunkBuffer<MemcpyTransfer> a(MemcpyTransfer(options(&sink)), BUF);
+	check_writes(a, sink);
+}
+END_TEST
+
+START_TEST(test_double_write)
+{
+	std::vector<std::byte> sink(total_size());
+	DoubleBuffer<MemcpyTransfer> a(MemcpyTransfer(options(&sink)), BUF);
+	check_writes(a, sink);
+}
+END_TEST
+
+START_TEST(test_pooled_write)
+{
+	std::vector<std::byte> sink(total_size());
+	PooledBuffer<MemcpyTransfer> a(MemcpyTransfer(options(&sink)), 7, BUF);
+	check_writes(a, sink);
+}
+END_TEST
+
+// The counter pattern (what the engine's generator sends) and the checker on the H2C side.
+START_TEST(test_pattern_and_checker)
+{
+	MemcpyOptions o;
+	o.granule = 4;
+	o.pattern_seed = 0xfffffff0u; // wraps around 2^32 within the first buffer
+	o.check_seed = 0x1234;
+	DoubleBuffer<MemcpyTransfer, Identity<std::uint32_t>> a(MemcpyTransfer(o), BUF);
+	std::vector<std::uint32_t> w(100000 + 3);
+	ck_assert_uint_eq(a.read(w.data(), w.size()), w.size());
+	for (std::size_t k = 0; k < w.size(); ++k)
+		ck_assert_msg(w[k] == 0xfffffff0u + static_cast<std::uint32_t>(k), "word %zu", k);
+	for (std::size_t k = 0; k < w.size(); ++k)
+		w[k] = 0x1234 + static_cast<std::uint32_t>(k);
+	a.write(w.data(), w.size());
+	ck_assert_uint_eq(a.transfer().check_bytes(), w.size() * 4);
+	ck_assert_uint_eq(a.transfer().check_mismatches(), 0);
+	// the checker's stream continues: the next words are 0x1234 + size, ...; one wrong byte
+	for (std::size_t k = 0; k < w.size(); ++k)
+		w[k] = 0x1234 + static_cast<std::uint32_t>(w.size() + k);
+	w[777] ^= 0x100;
+	a.write(w.data(), w.size());
+	ck_assert_uint_eq(a.transfer().check_mismatches(), 1);
+}
+END_TEST
+
+// Element types wider than the granule and buffers that do not divide by them: chunks are cut at
+// whole elements, so no element straddles two DMA buffers.
+START_TEST(test_element_boundaries)
+{
+	struct Rec {
+		std::uint8_t b[12];
+	};
+	MemcpyOptions o = options();
+	DoubleBuffer<MemcpyTransfer, Identity<Rec>> a(MemcpyTransfer(o), 4096 + 4); // 341.67 Recs
+	std::vector<Rec> r(1000);
+	ck_assert_uint_eq(a.read(r.data(), r.size()), r.size());
+	const auto want = cyclic(source(), 0, r.size() * sizeof(Rec));
+	ck_assert_bytes_eq(r.data(), want.data(), want.size());
+}
+END_TEST
+
+START_TEST(test_argument_errors)
+{
+	MemcpyOptions o = options();
+	// buffer size not a multiple of the granule, zero, smaller than an element
+	ck_assert_int_eq(error_of([&] { DoubleBuffer<MemcpyTransfer> a(MemcpyTransfer(o), 4098); }), EINVAL);
+	ck_assert_int_eq(error_of([&] { ChunkBuffer<MemcpyTransfer> a(MemcpyTransfer(o), 0); }), EINVAL);
+	ck_assert_int_eq(error_of([&] {
+		DoubleBuffer<MemcpyTransfer, Identity<std::uint64_t>> a(MemcpyTransfer(o), 4);
+	}), EINVAL);
+	ck_assert_int_eq(error_of([&] { PooledBuffer<MemcpyTransfer> a(MemcpyTransfer(o), 1, BUF); }), EINVAL);
+	ck_assert_int_eq(error_of([&] { MemcpyOptions p; p.granule = 3; MemcpyTransfer t(p); }), EINVAL);
+
+	// a length that is not a multiple of the granule: EINVAL, nothing moved, still usable
+	DoubleBuffer<MemcpyTransfer> a(MemcpyTransfer(o), BUF);
+	std::vector<std::byte> v(BUF * 3);
+	ck_assert_int_eq(error_of([&] { a.read(v.data(), 4097); }), EINVAL);
+	ck_assert_int_eq(error_of([&] { a.write(v.data(), 6); }), EINVAL);
+	ck_assert_uint_eq(a.transfer().bytes(Direction::c2h), 0);
+	ck_assert_uint_eq(a.read(v.data(), v.size()), v.size());
+	const auto want = cyclic(source(), 0, v.size());
+	ck_assert_bytes_eq(v.data(), want.data(), v.size());
+}
+END_TEST
+
+// A short packet (the source ends a packet mid-buffer): read() returns what arrived, and the
+// next read continues after it.
+START_TEST(test_short_packet)
+{
+	MemcpyOptions o = options();
+	o.packet_at[0] = 3; // the third C2H transfer delivers half a buffer
+	PooledBuffer<MemcpyTransfer> a(MemcpyTransfer(o), 4, BUF);
+	std::vector<std::byte> v(10 * BUF);
+	const std::size_t got = a.read(v.data(), v.size());
+	ck_assert_uint_eq(got, 2 * BUF + BUF / 2);
+	auto want = cyclic(source(), 0, got);
+	ck_assert_bytes_eq(v.data(), want.data(), got);
+	// what was queued behind it is cancelled, its data (already the next packet's) dropped;
+	// the next read continues where the source is now
+	const std::uint64_t pos = a.transfer().bytes(Direction::c2h);
+	ck_assert_uint_ge(pos, got);
+	ck_assert_uint_eq(a.read(v.data(), v.size()), v.size());
+	want = cyclic(source(), pos, v.size());
+	ck_assert_bytes_eq(v.data(), want.data(), v.size());
+}
+END_TEST
+
+// The link model: a rate-limited transfer takes at least bytes / rate.
+START_TEST(test_rate_model)
+{
+	MemcpyOptions o = options();
+	o.rate_mbps = 100; // 1 MB takes 10 ms
+	DoubleBuffer<MemcpyTransfer> a(MemcpyTransfer(o), 64 * 1024);
+	std::vector<std::byte> v(2000000);
+	const auto t0 = std::chrono::steady_clock::now();
+	a.read(v.data(), v.size());
+	const double dt = testbm::seconds_since(t0);
+	ck_assert_msg(dt >= 0.0199, "2 MB at 100 MB/s took %.4f s", dt);
+}
+END_TEST
+
+extern "C" Suite *test_suite(void)
+{
+	Suite *s = suite_create("bufmgr_algorithms");
+	TCase *tc = tcase_create("memcpy");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_chunk_read);
+	tcase_add_test(tc, test_double_read);
+	tcase_add_test(tc, test_pooled_read);
+	tcase_add_test(tc, test_chunk_write);
+	tcase_add_test(tc, test_double_write);
+	tcase_add_test(tc, test_pooled_write);
+	tcase_add_test(tc, test_pattern_and_checker);
+	tcase_add_test(tc, test_element_boundaries);
+	tcase_add_test(tc, test_argument_errors);
+	tcase_add_test(tc, test_short_packet);
+	tcase_add_test(tc, test_rate_model);
+	suite_add_tcase(s, tc);
+	return s;
+}
