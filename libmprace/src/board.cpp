@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+// mprace::Board: open, identify, registers, BARs, reset and test logic.
+#include <cstdio>
+#include <thread>
+
+#include "internal.hpp"
+
+namespace mprace {
+
+EngineCaps EngineCaps::decode(std::uint32_t caps) noexcept
+{
+	EngineCaps c;
+	c.datapathBytes = MP_FIELD_GET(caps, MP_REG_CAPS_DATAPATH_BYTES);
+	c.c2hChannels = MP_FIELD_GET(caps, MP_REG_CAPS_C2H_CHANNELS);
+	c.h2cChannels = MP_FIELD_GET(caps, MP_REG_CAPS_H2C_CHANNELS);
+	c.maxPayload = 128u << MP_FIELD_GET(caps, MP_REG_CAPS_MPS);
+	c.maxReadRequest = 128u << MP_FIELD_GET(caps, MP_REG_CAPS_MRRS);
+	c.patternGenerator = MP_FIELD_GET(caps, MP_REG_CAPS_PATGEN) != 0;
+	c.checker = MP_FIELD_GET(caps, MP_REG_CAPS_CHECKER) != 0;
+	c.loopback = MP_FIELD_GET(caps, MP_REG_CAPS_LOOPBACK) != 0;
+	c.msiVectors = MP_FIELD_GET(caps, MP_REG_CAPS_MSI_VECTORS);
+	return c;
+}
+
+namespace {
+
+BoardInfo readIdentity(detail::BoardState &s)
+{
+	BoardInfo i;
+	i.pci = detail::pdcall([&] { return s.dev.info(); });
+	i.name = i.pci.name;
+	i.magic = s.rd(MP_REG_MAGIC);
+	std::uint32_t v = s.rd(MP_REG_VERSION);
+	i.versionMajor = MP_FIELD_GET(v, MP_REG_VERSION_MAJOR);
+	i.versionMinor = MP_FIELD_GET(v, MP_REG_VERSION_MINOR);
+	i.capsRaw = s.rd(MP_REG_CAPS);
+	i.caps = EngineCaps::decode(i.capsRaw);
+	i.clockMHz = s.rd(MP_REG_CLOCK_MHZ);
+	return i;
+}
+
+std::string hex(std::uint32_t v)
+{
+	char b[16];
+	std::snprintf(b, sizeof(b), "0x%08x", v);
+	return b;
+}
+
+// Halts both channels (no engine open) so that TEST_CONTROL may change.
+void haltChannels(detail::BoardState &s)
+{
+	for (unsigned int c = 0; c < MP_CH_COUNT; c++)
+		s.wr(MP_CH_BASE(c) + MP_CHREG_CONTROL, 0);
+	auto until = detail::Clock::now() + std::chrono::seconds(1);
+	for (unsigned int c = 0; c < MP_CH_COUNT; c++) {
+		while (MP_FIELD_GET(s.rd(MP_CH_BASE(c) + MP_CHREG_STATUS), MP_CHREG_STATUS_STATE) ==
+		       MP_STATE_RUNNING) {
+			if (detail::Clock::now() > until)
+				throw Error(ETIMEDOUT, "mprace: channel did not halt to change TEST_CONTROL");
+			std::this_thread::sleep_for(std::chrono::microseconds(20));
+		}
+	}
+}
+
+} // namespace
+
+Board::Board(std::shared_ptr<detail::BoardState> s) noexcept : s_(std::move(s)), regs_(s_->regs) {}
+
+Board::Board(const std::string &name, unsigned int flags)
+{
+	if (flags & ~static_cast<unsigned int>(NoCheck))
+		throw Error(EINVAL, "mprace::Board: unknown open flags");
+	s_ = detail::pdcall([&] { return std::make_shared<detail::BoardState>(name); });
+	s_->flags = flags;
+	s_->regs = detail::pdcall([&] { return s_->dev.regs(MP_ENGINE_BAR); });
+	if (s_->regs.size < MP_ENGINE_BAR0_SIZE && !(flags & NoCheck))
+		throw Error(ENODEV, "mprace::Board: BAR0 of " + name + " is smaller than the engine's");
+	s_->info = readIdentity(*s_);
+	if (!(flags & NoCheck)) {
+		const BoardInfo &i = s_->info;
+		if (i.magic != MP_ENGINE_MAGIC)
+			throw Error(ENODEV, "mprace::Board: " + i.name + " is not an mprace engine: MAGIC reads " +
+					    hex(i.magic) + ", expected " + hex(MP_ENGINE_MAGIC));
+		if (i.versionMajor != MP_ENGINE_VERSION_MAJOR)
+			throw Error(EPROTONOSUPPORT,
+				    "mprace::Board: " + i.name + " implements engine specification " +
+					    std::to_string(i.versionMajor) + "." + std::to_string(i.versionMinor) +
+					    ", this library speaks major version " +
+					    std::to_string(MP_ENGINE_VERSION_MAJOR));
+	}
+	regs_ = s_->regs;
+}
+
+Board Board::byIndex(unsigned int index, unsigned int flags)
+{
+	std::vector<std::string> names = list();
+	if (index >= names.size())
+		throw Error(ENODEV, "mprace::Board: no device with index " + std::to_string(index) +
+					    " (" + std::to_string(names.size()) + " found)");
+	return Board(names[index], flags);
+}
+
+std::vector<std::string> Board::list()
+{
+	std::size_t count = 0;
+	int rc = pd_list(nullptr, 0, &count);
+	if (rc < 0)
+		throw Error(-rc, "pd_list");
+	// A device may appear between the two calls: the second fills at most `max` names.
+	std::size_t max = count;
+	auto buf = std::make_unique<char[][64]>(max);
+	rc = pd_list(buf.get(), max, &count);
+	if (rc < 0)
+		throw Error(-rc, "pd_list");
+	std::vector<std::string> names;
+	for (std::size_t i = 0; i < count && i < max; i++)
+		names.emplace_back(buf[i]);
+	return names;
+}
+
+Board::Board(Board &&o) noexcept : s_(std::move(o.s_)), regs_(o.regs_) { o.regs_ = pd_regs{}; }
+
+Board &Board::operator=(Board &&o) noexcept
+{
+	if (this != &o) {
+		close();
+		s_ = std::move(o.s_);
+		regs_ = o.regs_;
+		o.regs_ = pd_regs{};
+	}
+	return *this;
+}
+
+Board::~Board() { close(); }
+
+void Board::close() noexcept
+{
+	if (!s_)
+		return;
+	s_->closed.store(true);
+	{
+		std::lock_guard<std::mutex> lk(s_->mu);
+		if (s_->engine)
+			s_->engine->shutdownLocked();
+		s_->engine = nullptr;
+	}
+	s_.reset();
+	regs_ = pd_regs{};
+}
+
+namespace {
+detail::BoardState &openState(const std::shared_ptr<detail::BoardState> &s)
+{
+	if (!s)
+		throw Error(ENODEV, "mprace::Board: the board is closed");
+	return *s;
+}
+} // namespace
+
+const BoardInfo &Board::info() const { return openState(s_).info; }
+
+BoardInfo Board::identify() const { return readIdentity(openState(s_)); }
+
+const std::shared_ptr<detail::BoardState> &Board::state() const
+{
+	openState(s_);
+	return s_;
+}
+
+pcidriver::PciDevice &Board::device() const { return openState(s_).dev; }
+
+void Board::badRegister(std::uint32_t offset) const
+{
+	if (!s_)
+		throw Error(ENODEV, "mprace::Board: register access on a closed board");
+	throw Error(EINVAL, "mprace::Board: register offset " + hex(offset) +
+				    " is not 4-byte aligned or outside BAR0 (" +
+				    std::to_string(regs_.size) + " bytes)");
+}
+
+void Board::reset()
+{
+	detail::BoardState &s = openState(s_);
+	std::lock_guard<std::mutex> lk(s.mu);
+	if (s.engine) {
+		s.engine->globalResetLocked();
+		return;
+	}
+	s.wr(MP_REG_CONTROL, MP_REG_CONTROL_RESET_MASK);
+	// RESET is self-clearing; wait for it so that the next access sees reset values.
+	auto until = detail::Clock::now() + std::chrono::seconds(1);
+	while (s.rd(MP_REG_CONTROL) & MP_REG_CONTROL_RESET_MASK) {
+		if (detail::Clock::now() > until)
+			throw Error(ETIMEDOUT, "mprace::Board::reset: CONTROL.RESET did not clear");
+		std::this_thread::sleep_for(std::chrono::microseconds(10));
+	}
+}
+
+void Board::readBar(unsigned int bar, std::uint64_t offset, void *buf, std::size_t len) const
+{
+	int rc = pd_bar_read(openState(s_).dev.handle(), bar, offset, buf, len);
+	if (rc < 0)
+		throw Error(-rc, "mprace::Board::readBar");
+}
+
+void Board::writeBar(unsigned int bar, std::uint64_t offset, const void *buf, std::size_t len)
+{
+	int rc = pd_bar_write(openState(s_).dev.handle(), bar, offset, buf, len);
+	if (rc < 0)
+		throw Error(-rc, "mprace::Board::writeBar");
+}
+
+std::uint64_t Board::barSize(unsigned int bar) const
+{
+	const BoardInfo &i = openState(s_).info;
+	if (bar >= PD_MAX_BARS)
+		throw Error(EINVAL, "mprace::Board::barSize: no BAR " + std::to_string(bar));
+	return (i.pci.bar[bar].flags & PD_BAR_PRESENT) ? i.pci.bar[bar].size : 0;
+}
+
+void *Board::mapBar(unsigned int bar, unsigned int flags, std::size_t *size)
+{
+	detail::BoardState &s = openState(s_);
+	return detail::pdcall([&] { return s.dev.mapBar(bar, flags, size); });
+}
+
+std::uint64_t Board::cycles() const
+{
+	std::uint32_t lo = getRegister(MP_REG_CYCLE_LO); // latches CYCLE_HI
+	std::uint32_t hi = getRegister(MP_REG_CYCLE_HI);
+	return (static_cast<std::uint64_t>(hi) << 32) | lo;
+}
+
+void Board::setTestRouting(C2HSource source, H2CSink sink)
+{
+	auto src = static_cast<std::uint32_t>(source), snk = static_cast<std::uint32_t>(sink);
+	if (src > MP_C2H_SOURCE_LOOPBACK || snk > MP_H2C_SINK_LOOPBACK)
+		throw Error(EINVAL, "mprace::Board::setTestRouting: unknown source or sink");
+	std::uint32_t v = MP_FIELD_SET(0u, MP_REG_TEST_CONTROL_C2H_SOURCE, src);
+	v = MP_FIELD_SET(v, MP_REG_TEST_CONTROL_H2C_SINK, snk);
+	detail::BoardState &s = openState(s_);
+	std::lock_guard<std::mutex> lk(s.mu);
+	if (s.engine) {
+		s.engine->setRoutingLocked(v);
+		return;
+	}
+	haltChannels(s);
+	s.wr(MP_REG_TEST_CONTROL, v);
+}
+
+C2HSource Board::c2hSource() const
+{
+	return static_cast<C2HSource>(
+		MP_FIELD_GET(getRegister(MP_REG_TEST_CONTROL), MP_REG_TEST_CONTROL_C2H_SOURCE));
+}
+
+H2CSink Board::h2cSink() const
+{
+	return static_cast<H2CSink>(
+		MP_FIELD_GET(getRegister(MP_REG_TEST_CONTROL), MP_REG_TEST_CONTROL_H2C_SINK));
+}
+
+} // namespace mprace

@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: GPL-2.0
+// libmprace data movement on the virtual board, checked word for word: C2H against the
+// pattern generator, H2C against the checker, H2C -> C2H through the loopback; kernel memory
+// and scattered user memory; sizes from one granule to 256 MiB around the page and descriptor
+// limits at odd aligned offsets; both channels at once; thousands of queued transfers through
+// a small ring. Loop tests run once polling (_i = 0) and once with interrupts (_i = 1).
+#include <atomic>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "test_mprace.hpp"
+
+using namespace mptest;
+
+namespace {
+
+Completion modeOf(int i) { return i ? Completion::Interrupt : Completion::Polling; }
+
+struct Rig {
+	Rig(const std::string &name, const EngineOptions &o) : board(name), eng(board, o) {}
+	Board board;
+	DMAEngine eng;
+};
+
+const std::uint64_t kSizes[] = {
+	4, 8, 12, 60, 4092, 4096, 4100, 8196, 65532, 1 * MiB, 16 * MiB - 4, 16 * MiB,
+	16 * MiB + 4, 48 * MiB + 12,
+};
+const std::uint64_t kOffsets[] = {0, 4, 12, 4092, 4096 + 8};
+
+// C2H of [off, off + len) from the pattern generator; the words around stay untouched.
+void c2hChecked(Rig &r, DMABuffer &buf, std::uint64_t off, std::uint64_t len, std::uint32_t seed)
+{
+	auto *p = static_cast<char *>(buf.data());
+	const std::uint32_t guard = 0xeeeeeeee;
+	if (off >= 4)
+		std::memcpy(p + off - 4, &guard, 4);
+	if (off + len + 4 <= buf.size())
+		std::memcpy(p + off + len, &guard, 4);
+	r.board.setPatternSeed(seed);
+	ck_assert_uint_eq(r.eng.read(buf, off, len), len);
+	buf.syncForCpu();
+	char what[96];
+	std::snprintf(what, sizeof(what), "C2H %" PRIu64 " bytes at offset %" PRIu64, len, off);
+	assertPattern(p + off, len, seed, what);
+	std::uint32_t w;
+	if (off >= 4) {
+		std::memcpy(&w, p + off - 4, 4);
+		ck_assert_msg(w == guard, "%s: the word before was overwritten", what);
+	}
+	if (off + len + 4 <= buf.size()) {
+		std::memcpy(&w, p + off + len, 4);
+		ck_assert_msg(w == guard, "%s: the word after was overwritten", what);
+	}
+}
+
+// H2C of [off, off + len) holding the pattern; the checker must count every word, no error.
+void h2cChecked(Rig &r, DMABuffer &buf, std::uint64_t off, std::uint64_t len, std::uint32_t seed)
+{
+	fillPattern(static_cast<char *>(buf.data()) + off, len, seed);
+	buf.syncForDevice();
+	r.board.resetChecker(seed);
+	ck_assert_uint_eq(r.eng.write(buf, off, len), len);
+	CheckerCounts c = r.board.checker();
+	ck_assert_msg(c.words == len / 4 && c.errors == 0,
+		      "H2C %" PRIu64 " bytes at offset %" PRIu64 ": checker saw %u words, %u errors",
+		      len, off, c.words, c.errors);
+}
+
+} // namespace
+
+START_TEST(test_c2h_sizes_kernel_memory)
+{
+	Rig r("emu:link=ideal", options(modeOf(_i), 64));
+	r.board.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+	DMABuffer buf(r.board, 48 * MiB + 16 * KiB);
+	std::uint32_t seed = 0x1000;
+	for (std::uint64_t len : kSizes)
+		for (std::uint64_t off : kOffsets)
+			if (off + len <= buf.size())
+				c2hChecked(r, buf, off, len, seed += 0x777);
+}
+END_TEST
+
+START_TEST(test_h2c_sizes_kernel_memory)
+{
+	Rig r("emu:link=ideal", options(modeOf(_i), 64));
+	r.board.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+	DMABuffer buf(r.board, 48 * MiB + 16 * KiB);
+	std::uint32_t seed = 0xfffff000; // wraps around 2^32 on the way
+	for (std::uint64_t len : kSizes)
+		for (std::uint64_t off : kOffsets)
+			if (off + len <= buf.size())
+				h2cChecked(r, buf, off, len, seed += 0x333);
+	// The checker notices a wrong word: the comparison is real.
+	fillPattern(buf.data(), 4096, 9);
+	static_cast<std::uint32_t *>(buf.data())[100] ^= 1;
+	r.board.resetChecker(9);
+	r.eng.write(buf, 0, 4096);
+	CheckerCounts c = r.board.checker();
+	ck_assert_uint_eq(c.words, 1024);
+	ck_assert_uint_eq(c.errors, 1);
+}
+END_TEST
+
+// User memory scattered page by page (sg=random), starting mid-page, through a ring smaller
+// than the number of segments: transfers are written into the ring in pieces.
+START_TEST(test_user_memory_fragmented)
+{
+	Rig r("emu:link=ideal,sg=random", options(modeOf(_i), 16));
+	r.board.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+	Anon mem(40 * MiB + 8 * KiB);
+	DMABuffer buf(r.board, mem.data() + 0x10, 40 * MiB + 4 * KiB);
+	ck_assert_uint_gt(buf.segments().size(), 100); // really fragmented
+	std::uint32_t seed = 77;
+	for (std::uint64_t len : kSizes)
+		for (std::uint64_t off : kOffsets)
+			if (off + len <= buf.size()) {
+				c2hChecked(r, buf, off, len, seed += 0x101);
+				h2cChecked(r, buf, off, len, seed += 0x101);
+			}
+	// A whole-page-per-segment layout too.
+	Rig p("emu:link=ideal,sg=pages", options(modeOf(_i), 8));
+	p.board.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+	Anon mem2(2 * MiB);
+	DMABuffer pages(p.board, mem2.data() + 4092, 2 * MiB - 4096);
+	ck_assert_uint_ge(pages.segments().size(), 511);
+	c2hChecked(p, pages, 0, pages.size(), 5);
+	c2hChecked(p, pages, 8, 64 * KiB + 4, 6);
+	h2cChecked(p, pages, 0, pages.size(), 7);
+}
+END_TEST
+
+// 256 MiB in one transfer each way: kernel memory (16 descriptors) and user memory.
+START_TEST(test_256mib)
+{
+	Rig r("emu:link=ideal", options(Completion::Polling, 1024));
+	r.board.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+	{
+		DMABuffer k(r.board, 256 * MiB);
+		c2hChecked(r, k, 0, 256 * MiB, 0xabcdef00);
+		h2cChecked(r, k, 0, 256 * MiB, 0x11);
+	}
+	Anon mem(256 * MiB + 8 * KiB);
+	DMABuffer u(r.board, mem.data() + 4, 256 * MiB + 4 * KiB);
+	c2hChecked(r, u, 4, 256 * MiB, 3);
+	h2cChecked(r, u, 0, 256 * MiB + 4 * KiB, 4);
+}
+END_TEST
+
+// H2C -> loopback FIFO -> C2H: arbitrary data must arrive unchanged. Transfers larger than
+// the FIFO only move when both channels run at once.
+START_TEST(test_loopback)
+{
+	Rig r("emu:link=ideal,fifo=64K", options(modeOf(_i), 32));
+	r.board.setTestRouting(C2HSource::Loopback, H2CSink::Loopback);
+	std::mt19937 rng(7);
+	DMABuffer src(r.board, 8 * MiB);
+	Anon dmem(8 * MiB);
+	DMABuffer dst(r.board, dmem.data(), 8 * MiB, PD_DMA_FROM_DEVICE);
+	auto *s = static_cast<std::uint32_t *>(src.data());
+	for (std::size_t i = 0; i < src.size() / 4; i++)
+		s[i] = rng();
+	for (std::uint64_t len : {std::uint64_t(4), std::uint64_t(4096), std::uint64_t(65532),
+				  std::uint64_t(MiB), std::uint64_t(8 * MiB - 12)}) {
+		std::memset(dst.data(), 0, dst.size());
+		std::uint64_t soff = (len == 8 * MiB - 12) ? 12 : 4096;
+		if (soff + len > src.size())
+			soff = 0;
+		Transfer in = r.eng.readAsync(dst, 0, len);
+		Transfer out = r.eng.writeAsync(src, soff, len);
+		ck_assert_uint_eq(out.get(), len);
+		ck_assert_uint_eq(in.get(), len);
+		dst.syncForCpu();
+		ck_assert_msg(std::memcmp(dst.data(), static_cast<char *>(src.data()) + soff, len) == 0,
+			      "loopback of %" PRIu64 " bytes corrupted the data", len);
+	}
+	// Many small transfers each way, in a different split on each side.
+	Transfer ins[64], outs[16];
+	for (int i = 0; i < 64; i++)
+		ins[i] = r.eng.readAsync(dst, i * 16 * KiB, 16 * KiB);
+	for (int i = 0; i < 16; i++)
+		outs[i] = r.eng.writeAsync(src, i * 64 * KiB, 64 * KiB);
+	for (auto &t : outs)
+		t.get();
+	for (auto &t : ins)
+		t.get();
+	ck_assert(std::memcmp(dst.data(), src.data(), MiB) == 0);
+}
+END_TEST
+
+// C2H and H2C from two threads at the same time, each checking its data.
+START_TEST(test_both_channels_concurrently)
+{
+	const char *name = _i == 2 ? "emu:link=ideal,msi=1" : "emu:link=ideal";
+	Rig r(name, options(modeOf(_i != 0), 16));
+	r.board.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+	const std::uint64_t len = 256 * KiB;
+	const int rounds = 200;
+	DMABuffer cbuf(r.board, 4 * MiB);
+	Anon hmem(len);
+	DMABuffer hbuf(r.board, hmem.data(), len, PD_DMA_TO_DEVICE);
+	fillPattern(hbuf.data(), len, 0);
+	r.board.setPatternSeed(1000);
+	r.board.resetChecker(0);
+	std::atomic<int> c2h_bad{-1};
+	std::thread c2h([&] {
+		for (int k = 0; k < rounds; k++) {
+			std::uint64_t off = (k % 16) * len;
+			r.eng.read(cbuf, off, len);
+			std::uint32_t seed = 1000 + static_cast<std::uint32_t>(k * (len / 4));
+			if (patternMismatch(static_cast<char *>(cbuf.data()) + off, len, seed) != SIZE_MAX) {
+				c2h_bad = k;
+				return;
+			}
+		}
+	});
+	std::thread h2c([&] {
+		// The checker expects one continuous stream: every round sends the next words.
+		for (int k = 0; k < rounds; k++) {
+			fillPattern(hbuf.data(), len, static_cast<std::uint32_t>(k * (len / 4)));
+			r.eng.write(hbuf, 0, len);
+		}
+	});
+	c2h.join();
+	h2c.join();
+	ck_assert_msg(c2h_bad.load() < 0, "C2H round %d had wrong data", c2h_bad.load());
+	CheckerCounts c = r.board.checker();
+	ck_assert_uint_eq(c.words, rounds * (len / 4));
+	ck_assert_uint_eq(c.errors, 0);
+}
+END_TEST
+
+// Thousands of transfers through an 8-slot ring: they queue in software and complete in order.
+START_TEST(test_many_outstanding)
+{
+	Rig r("emu:link=ideal", options(modeOf(_i), 8));
+	r.board.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+	const int n = 5000;
+	DMABuffer buf(r.board, n * 4 * KiB);
+	std::memset(buf.data(), 0, buf.size());
+	r.board.setPatternSeed(42);
+	std::vector<Transfer> ts;
+	ts.reserve(n);
+	for (int i = 0; i < n; i++)
+		ts.push_back(r.eng.readAsync(buf, i * 4 * KiB, 4 * KiB));
+	ck_assert_uint_gt(r.eng.outstanding(Channel::C2H), 0);
+	for (int i = n - 1; i >= 0; i--) // in reverse: order of waiting must not matter
+		ck_assert_uint_eq(ts[i].get(), 4 * KiB);
+	ck_assert_uint_eq(r.eng.outstanding(Channel::C2H), 0);
+	ck_assert_uint_eq(buf.activeTransfers(), 0);
+	assertPattern(buf.data(), buf.size(), 42, "5000 queued C2H transfers");
+
+	// A batch: one submit call, one doorbell, 4096 requests.
+	std::vector<Request> reqs(4096);
+	for (std::size_t i = 0; i < reqs.size(); i++)
+		reqs[i] = Request{&buf, i * 4 * KiB, 4 * KiB, 0};
+	fillPattern(buf.data(), 4096 * 4 * KiB, 5);
+	r.board.resetChecker(5);
+	std::vector<Transfer> hs(reqs.size());
+	r.eng.submit(Channel::H2C, reqs.data(), reqs.size(), hs.data());
+	for (auto &h : hs)
+		ck_assert(h.wait(std::chrono::seconds(60)));
+	CheckerCounts c = r.board.checker();
+	ck_assert_uint_eq(c.words, 4096 * 1024);
+	ck_assert_uint_eq(c.errors, 0);
+
+	// Fire and forget: handles released at once; the transfers still complete.
+	for (int i = 0; i < 100; i++)
+		r.eng.readAsync(buf, i * 4 * KiB, 4 * KiB).release();
+	for (int k = 0; k < 10000 && r.eng.outstanding(Channel::C2H); k++) {
+		r.eng.poll(Channel::C2H);
+		std::this_thread::sleep_for(std::chrono::microseconds(100));
+	}
+	ck_assert_uint_eq(r.eng.outstanding(Channel::C2H), 0);
+}
+END_TEST
+
+// Several threads submit to and wait on the same channel.
+START_TEST(test_threads_share_a_channel)
+{
+	Rig r("emu:link=ideal", options(modeOf(_i), 8));
+	r.board.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+	const int threads = 4, per = 300;
+	DMABuffer buf(r.board, threads * per * 4 * KiB);
+	std::atomic<int> bad{0};
+	std::vector<std::thread> ts;
+	for (int t = 0; t < threads; t++)
+		ts.emplace_back([&, t] {
+			std::vector<Transfer> mine;
+			for (int i = 0; i < per; i++) {
+				mine.push_back(r.eng.readAsync(buf, (t * per + i) * 4 * KiB, 4 * KiB));
+				if (i % 7 == 0)
+					mine[i / 2].wait(std::chrono::seconds(30));
+			}
+			for (auto &h : mine)
+				if (h.get() != 4 * KiB)
+					bad++;
+		});
+	for (auto &t : ts)
+		t.join();
+	ck_assert_int_eq(bad.load(), 0);
+	// Each 4 KiB transfer is a contiguous run of the stream.
+	auto *w = static_cast<std::uint32_t *>(buf.data());
+	for (std::size_t k = 0; k < buf.size() / (4 * KiB); k++)
+		ck_assert_msg(patternMismatch(w + k * 1024, 4 * KiB, w[k * 1024]) == SIZE_MAX,
+			      "transfer %zu is not a contiguous part of the stream", k);
+}
+END_TEST
+
+// done(), poll(), result() and wait() with a timeout on a slow transfer.
+START_TEST(test_async_handles)
+{
+	Rig r("emu:link=ideal", options(modeOf(_i), 64));
+	r.board.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+	DMABuffer buf(r.board, 1 * MiB);
+	r.board.setPatternRate(10); // 10 MB/s: 1 MiB takes ~100 ms
+	r.board.setPatternSeed(0);
+	Transfer t = r.eng.readAsync(buf, 0, 1 * MiB);
+	ck_assert(t.valid());
+	ck_assert(t.channel() == Channel::C2H);
+	ck_assert_uint_eq(t.length(), 1 * MiB);
+	ck_assert(!t.done());
+	ck_assert(!t.wait(std::chrono::milliseconds(5)));
+	TransferResult res = t.result();
+	ck_assert(!res.done);
+	ck_assert(t.wait(std::chrono::seconds(10)));
+	ck_assert(t.done());
+	res = t.result();
+	ck_assert(res.done);
+	ck_assert_int_eq(res.error, 0);
+	ck_assert_uint_eq(res.bytes, 1 * MiB);
+	ck_assert_uint_eq(t.get(), 1 * MiB);
+	assertPattern(buf.data(), 1 * MiB, 0, "rate-limited C2H");
+	Transfer moved(std::move(t));
+	ck_assert(!t.valid());
+	ck_assert(moved.valid());
+	ck_assert(!moved.abort()); // already finished
+	r.board.setPatternRate(0);
+	ck_assert_uint_eq(r.eng.poll(Channel::C2H), 0);
+}
+END_TEST
+
+// A user stream that ends packets: a C2H descriptor ends early with EOP, and the transfer
+// reports the bytes received.
+START_TEST(test_end_of_packet)
+{
+	Rig r("emu:link=ideal,user=pkt:1000", options(modeOf(_i), 64));
+	r.board.setTestRouting(C2HSource::User, H2CSink::User);
+	DMABuffer buf(r.board, 64 * KiB);
+	Transfer t = r.eng.readAsync(buf, 0, 4096);
+	ck_assert_uint_eq(t.get(), 1000);
+	TransferResult res = t.result();
+	ck_assert(res.endOfPacket);
+	ck_assert_uint_eq(res.bytes, 1000);
+	// H2C with EOP is accepted (tlast to the user stream).
+	ck_assert_uint_eq(r.eng.write(buf, 0, 4096, DMAEngine::EndOfPacket), 4096);
+}
+END_TEST
+
+extern "C" Suite *test_suite(void)
+{
+	Suite *s = suite_create("mprace_dma");
+	TCase *tc = tcase_create("sizes");
+	tcase_set_timeout(tc, 600);
+	tcase_add_loop_test(tc, test_c2h_sizes_kernel_memory, 0, 2);
+	tcase_add_loop_test(tc, test_h2c_sizes_kernel_memory, 0, 2);
+	tcase_add_loop_test(tc, test_user_memory_fragmented, 0, 2);
+	tcase_add_test(tc, test_256mib);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("streams");
+	tcase_set_timeout(tc, 600);
+	tcase_add_loop_test(tc, test_loopback, 0, 2);
+	tcase_add_loop_test(tc, test_both_channels_concurrently, 0, 3);
+	tcase_add_loop_test(tc, test_many_outstanding, 0, 2);
+	tcase_add_loop_test(tc, test_threads_share_a_channel, 0, 2);
+	tcase_add_loop_test(tc, test_async_handles, 0, 2);
+	tcase_add_loop_test(tc, test_end_of_packet, 0, 2);
+	suite_add_tcase(s, tc);
+	return s;
+}
