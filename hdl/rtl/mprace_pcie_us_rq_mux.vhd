@@ -1,0 +1,140 @@
+-- mprace_pcie_us_rq_mux: merges the engine's request streams onto the core's requester request
+-- interface (m_axis_rq_*). Inputs are complete RQ packets (descriptor + payload, DWORD-aligned
+-- mode); the mux grants them round-robin and switches only at packet boundaries, so a packet
+-- reaches the core in consecutive beats as the core requires (tvalid stays high within a TLP).
+-- `s_sent(p)` pulses when the last beat of a packet of input p has been taken by the core: the
+-- engine increments HEAD only after the completion record has left in this way.
+-- Spec: docs/dma-engine.md (section 2: record after the data; section 4 step 5).
+library ieee;
+use ieee.std_logic_1164.all;
+use ieee.numeric_std.all;
+
+library work;
+use work.mprace_dma_pkg.all;
+
+entity mprace_pcie_us_rq_mux is
+  generic (
+    ports_g : positive := 5
+  );
+  port (
+    clk            : in  std_logic;
+    rst            : in  std_logic;
+    s_tdata        : in  std_logic_vector(ports_g*DATA_W_c-1 downto 0);
+    s_tkeep        : in  std_logic_vector(ports_g*LANES_c-1 downto 0);
+    s_tuser        : in  std_logic_vector(ports_g*RQ_USER_W_c-1 downto 0);
+    s_tlast        : in  std_logic_vector(ports_g-1 downto 0);
+    s_tvalid       : in  std_logic_vector(ports_g-1 downto 0);
+    s_tready       : out std_logic_vector(ports_g-1 downto 0);
+    s_sent         : out std_logic_vector(ports_g-1 downto 0);
+    m_axis_rq_tdata  : out std_logic_vector(DATA_W_c-1 downto 0);
+    m_axis_rq_tkeep  : out std_logic_vector(LANES_c-1 downto 0);
+    m_axis_rq_tuser  : out std_logic_vector(RQ_USER_W_c-1 downto 0);
+    m_axis_rq_tlast  : out std_logic;
+    m_axis_rq_tvalid : out std_logic;
+    m_axis_rq_tready : in  std_logic
+  );
+end entity mprace_pcie_us_rq_mux;
+
+architecture rtl of mprace_pcie_us_rq_mux is
+
+  constant SEL_W_c : natural := log2ceil(ports_g + 1);
+  constant ENT_W_c : natural := DATA_W_c + LANES_c + RQ_USER_W_c + 1 + SEL_W_c;
+
+  type two_process_r is record
+    locked : std_logic;                     -- inside a packet of port `sel`
+    sel    : natural range 0 to ports_g-1;
+    last   : natural range 0 to ports_g-1;  -- port granted most recently (round-robin)
+    sent   : std_logic_vector(ports_g-1 downto 0);
+  end record;
+  constant R_INIT_c : two_process_r := (locked => '0', sel => 0, last => ports_g-1,
+                                        sent => (others => '0'));
+
+  signal r, r_next   : two_process_r := R_INIT_c;
+  signal f_in_valid  : std_logic;
+  signal f_in_ready  : std_logic;
+  signal f_in_data   : std_logic_vector(ENT_W_c-1 downto 0);
+  signal f_out_valid : std_logic;
+  signal f_out_data  : std_logic_vector(ENT_W_c-1 downto 0);
+  signal grant       : natural range 0 to ports_g-1;
+  signal have        : std_logic;
+
+begin
+
+  -- pick the next port after the last one granted that has a beat to offer
+  p_grant : process(all)
+    variable g : natural range 0 to ports_g-1;
+    variable h : std_logic;
+  begin
+    g := r.sel;
+    h := '0';
+    if r.locked = '1' then
+      h := s_tvalid(r.sel);
+    else
+      for k in 1 to ports_g loop
+        if h = '0' and s_tvalid((r.last + k) mod ports_g) = '1' then
+          g := (r.last + k) mod ports_g;
+          h := '1';
+        end if;
+      end loop;
+    end if;
+    grant <= g;
+    have  <= h;
+  end process;
+
+  p_comb : process(all)
+    variable v : two_process_r;
+  begin
+    v := r;
+    v.sent := (others => '0');
+    if have = '1' and f_in_ready = '1' then
+      v.sel  := grant;
+      v.last := grant;
+      v.locked := not s_tlast(grant);
+    end if;
+    -- report packets the core has taken
+    if f_out_valid = '1' and m_axis_rq_tready = '1' and f_out_data(SEL_W_c) = '1' then
+      v.sent(to_integer(unsigned(f_out_data(SEL_W_c-1 downto 0)))) := '1';
+    end if;
+    r_next <= v;
+  end process;
+
+  p_ready : process(all)
+  begin
+    s_tready <= (others => '0');
+    s_tready(grant) <= have and f_in_ready;
+  end process;
+
+  f_in_valid <= have;
+  f_in_data  <= s_tdata(grant*DATA_W_c+DATA_W_c-1 downto grant*DATA_W_c) &
+                s_tkeep(grant*LANES_c+LANES_c-1 downto grant*LANES_c) &
+                s_tuser(grant*RQ_USER_W_c+RQ_USER_W_c-1 downto grant*RQ_USER_W_c) &
+                s_tlast(grant) & std_logic_vector(to_unsigned(grant, SEL_W_c));
+
+  i_fifo : entity work.mprace_fifo
+    generic map (width_g => ENT_W_c, depth_log2_g => 2)
+    port map (
+      clk => clk, rst => rst, flush => '0',
+      in_valid => f_in_valid, in_ready => f_in_ready, in_data => f_in_data,
+      out_valid => f_out_valid, out_ready => m_axis_rq_tready, out_data => f_out_data,
+      level => open);
+
+  m_axis_rq_tdata  <= f_out_data(ENT_W_c-1 downto ENT_W_c-DATA_W_c);
+  m_axis_rq_tkeep  <= f_out_data(ENT_W_c-DATA_W_c-1 downto ENT_W_c-DATA_W_c-LANES_c);
+  m_axis_rq_tuser  <= f_out_data(RQ_USER_W_c+SEL_W_c downto SEL_W_c+1);
+  m_axis_rq_tlast  <= f_out_data(SEL_W_c);
+  m_axis_rq_tvalid <= f_out_valid;
+  s_sent           <= r.sent;
+
+  p_seq : process(clk)
+  begin
+    if rising_edge(clk) then
+      r <= r_next;
+      if rst = '1' then
+        r.locked <= '0';
+        r.last   <= ports_g-1;
+        r.sent   <= (others => '0');
+      end if;
+    end if;
+  end process;
+
+end architecture rtl;

@@ -1,0 +1,47 @@
+"""Builds the RTL with GHDL and runs cocotb tests through cocotb_tools.runner.
+
+Build products go to $MPRACE_HDL_BUILD (the test script points it into the build tree), one
+directory per pytest-xdist worker and top level, never into the source tree.
+"""
+import os
+import tempfile
+from pathlib import Path
+
+from cocotb_tools.runner import get_runner
+
+TOP = Path(__file__).resolve().parents[2]
+RTL = TOP / "hdl" / "rtl"
+
+# in dependency order (GHDL analyses them in this order)
+RTL_FILES = [
+    "engine_spec_pkg.vhd", "mprace_dma_pkg.vhd", "mprace_fifo.vhd", "mprace_dword_ring.vhd",
+    "mprace_pcie_us_rq_mux.vhd", "mprace_pcie_us_cq_cc.vhd", "mprace_pcie_us_rc.vhd",
+    "mprace_dma_regs.vhd", "mprace_dma_irq.vhd", "mprace_dma_desc_fetch.vhd",
+    "mprace_dma_c2h_src.vhd", "mprace_dma_wr.vhd", "mprace_dma_c2h.vhd", "mprace_dma_rd.vhd",
+    "mprace_dma_h2c.vhd", "mprace_dma_patgen.vhd", "mprace_dma_checker.vhd",
+    "mprace_dma_top.vhd",
+]
+
+
+def build_root():
+    base = os.environ.get("MPRACE_HDL_BUILD")
+    if not base:
+        base = os.path.join(tempfile.gettempdir(), f"mprace-hdl-{os.getuid()}")
+    return Path(base) / os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+
+def run(toplevel, module, testcase, name, env=None, parameters=None, module_dir=None):
+    """Run cocotb test `testcase` of `module` against `toplevel`; raises if it fails."""
+    runner = get_runner("ghdl")
+    bdir = build_root() / toplevel
+    runner.build(sources=[RTL / f for f in RTL_FILES], hdl_toplevel=toplevel,
+                 build_dir=bdir, build_args=["--std=08"])
+    extra = {"COCOTB_LOG_LEVEL": "WARNING", "PYTHONDONTWRITEBYTECODE": "1"}
+    extra.update({k: str(v) for k, v in (env or {}).items()})
+    test_dir = bdir / "runs" / name
+    test_dir.mkdir(parents=True, exist_ok=True)
+    runner.test(hdl_toplevel=toplevel, test_module=module, testcase=testcase,
+                build_dir=bdir, test_dir=test_dir, extra_env=extra,
+                parameters=parameters or {}, test_args=["--std=08", f"--workdir={bdir}"],
+                plusargs=["--ieee-asserts=disable-at-0"] + os.environ.get("MPRACE_GHDL_RUNOPTS", "").split(),
+                log_file=test_dir / "sim.log")

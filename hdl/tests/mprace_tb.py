@@ -1,0 +1,577 @@
+"""Testbench for mprace_dma_top: the engine between cocotbext-pcie's UltraScalePcieDevice (Gen3 x8,
+256-bit) and RootComplex, with helpers for registers, descriptor rings and the user streams.
+
+The register map, descriptor layout and error codes are read from docs/dma-engine.toml, the one
+specification, so the tests check the engine against the spec rather than against the RTL's
+package. What the model cannot do by itself is added here:
+  * HostCompleter answers memory reads itself when asked to split completions at random read
+    completion boundaries, to reorder them across tags, or to drop them (a "black hole", with the
+    core's completion timeout emulated afterwards, as the hard core would report it);
+  * PacketMonitor checks the AXI4-Stream rules the core relies on (no gaps inside a TLP, stable
+    beats while stalled) on the engine's RQ and CC outputs;
+  * StreamSource / StreamSink drive and collect the user C2H/H2C streams with pause patterns.
+"""
+import collections
+import logging
+import os
+import random
+import struct
+import tomllib
+import warnings
+from pathlib import Path
+
+import cocotb
+from cocotb.triggers import Event, FallingEdge, RisingEdge, Timer
+from cocotb.utils import get_sim_time
+
+from cocotbext.axi import AxiStreamBus
+from cocotbext.axi.address_space import MemoryRegion
+from cocotbext.pcie.core import RootComplex
+from cocotbext.pcie.core.tlp import Tlp, TlpType
+from cocotbext.pcie.core.utils import PcieId
+from cocotbext.pcie.xilinx.us import UltraScalePcieDevice
+from cocotbext.pcie.xilinx.us.tlp import ErrorCode, Tlp_us
+
+TOP = Path(__file__).resolve().parents[2]
+CLK_NS = 4          # 250 MHz user clock of Gen3 x8 / 256 bit
+
+
+class Spec:
+    """docs/dma-engine.toml, with lookups by name."""
+
+    def __init__(self, path=TOP / "docs" / "dma-engine.toml"):
+        with open(path, "rb") as f:
+            t = tomllib.load(f)
+        self.engine = t["engine"]
+        self.reg = {r["name"]: r["offset"] for r in t["register"]}
+        self.reg_reset = {r["name"]: r.get("reset") for r in t["register"]}
+        self.field = {}
+        for group in ("register", "channel_register", "descriptor"):
+            for r in t[group]:
+                for name, lsb, width, _doc in r.get("fields", []):
+                    self.field[(group, r["name"], name)] = (lsb, width)
+        self.chan = {c["name"]: c["base"] for c in t["channel"]}
+        self.chreg = {r["name"]: r["offset"] for r in t["channel_register"]}
+        self.desc = {d["name"]: d["offset"] for d in t["descriptor"]}
+        self.err = {e["name"]: e["code"] for e in t["error"]}
+        self.irq_bit = {i["name"]: i["bit"] for i in t["irq"]}
+        self.irq_vector = {i["name"]: i["vector"] for i in t["irq"]}
+        self.state = {"IDLE": 0, "RUNNING": 1, "ERROR": 2}
+
+    def get(self, value, reg, name, group="register"):
+        lsb, width = self.field[(group, reg, name)]
+        return (value >> lsb) & ((1 << width) - 1)
+
+    def val(self, reg, group="register", **fields):
+        v = 0
+        for name, x in fields.items():
+            lsb, width = self.field[(group, reg, name)]
+            assert 0 <= x < (1 << width)
+            v |= x << lsb
+        return v
+
+    # shorthands
+    def ctrl(self, irq=0, eop=0, stop=0):
+        return self.val("CTRL", "descriptor", IRQ=irq, EOP=eop, STOP=stop)
+
+    def status(self, value):
+        """RESULT_STATUS -> (done, error, eop, code)"""
+        g = lambda n: self.get(value, "RESULT_STATUS", n, "descriptor")  # noqa: E731
+        return g("DONE"), g("ERROR"), g("EOP"), g("ERROR_CODE")
+
+
+S = Spec()
+C2H, H2C = "C2H", "H2C"
+
+
+def quiet_logs(dut):
+    """Per-frame INFO logging of the models is slow: keep them at WARNING."""
+    for name in ("cocotb", f"cocotb.{dut._name}"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    # enumeration probes empty slots and warns for each
+    logging.getLogger("cocotb.pcie").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    log = logging.getLogger("cocotb.tb")
+    log.setLevel(logging.INFO)
+    return log
+
+
+def env_int(name, default):
+    return int(os.environ.get(name, str(default)), 0)
+
+
+class TB:
+    """The engine, the PCIe model around it and host memory."""
+
+    def __init__(self, dut, mps=256, mrrs=512, msi_count=32, rcb128=False, split_rcb=False,
+                 seed=None, monitor=True):
+        self.dut = dut
+        self.log = quiet_logs(dut)
+        self.seed = env_int("MPRACE_SEED", 1) if seed is None else seed
+        self.rng = random.Random(self.seed)
+        self.mps, self.mrrs = mps, mrrs
+
+        self.rc = RootComplex()
+        self.rc.max_payload_size = (mps // 128).bit_length() - 1
+        self.rc.split_on_all_rcb = split_rcb
+        self.rc.read_completion_boundary = rcb128
+
+        self.dev = UltraScalePcieDevice(
+            pcie_generation=3, pcie_link_width=8, user_clk_frequency=250e6, alignment="dword",
+            max_payload_size=1024, enable_client_tag=True, enable_extended_tag=False,
+            pf0_msi_enable=True, pf0_msi_count=msi_count,
+            user_clk=dut.user_clk, user_reset=dut.user_reset,
+            rq_bus=AxiStreamBus.from_prefix(dut, "m_axis_rq"),
+            rc_bus=AxiStreamBus.from_prefix(dut, "s_axis_rc"),
+            cq_bus=AxiStreamBus.from_prefix(dut, "s_axis_cq"),
+            cc_bus=AxiStreamBus.from_prefix(dut, "m_axis_cc"),
+            pcie_cq_np_req=dut.pcie_cq_np_req,
+            cfg_max_payload=dut.cfg_max_payload,
+            cfg_max_read_req=dut.cfg_max_read_req,
+            cfg_rcb_status=dut.cfg_rcb_status,
+            cfg_interrupt_int=dut.cfg_interrupt_int,
+            cfg_interrupt_sent=dut.cfg_interrupt_sent,
+            cfg_interrupt_pending=dut.cfg_interrupt_pending,
+            cfg_interrupt_msi_enable=dut.cfg_interrupt_msi_enable,
+            cfg_interrupt_msi_mmenable=dut.cfg_interrupt_msi_mmenable,
+            cfg_interrupt_msi_mask_update=dut.cfg_interrupt_msi_mask_update,
+            cfg_interrupt_msi_data=dut.cfg_interrupt_msi_data,
+            cfg_interrupt_msi_select=dut.cfg_interrupt_msi_select,
+            cfg_interrupt_msi_int=dut.cfg_interrupt_msi_int,
+            cfg_interrupt_msi_pending_status=dut.cfg_interrupt_msi_pending_status,
+            cfg_interrupt_msi_pending_status_data_enable=dut.cfg_interrupt_msi_pending_status_data_enable,
+            cfg_interrupt_msi_pending_status_function_num=dut.cfg_interrupt_msi_pending_status_function_num,
+            cfg_interrupt_msi_sent=dut.cfg_interrupt_msi_sent,
+            cfg_interrupt_msi_fail=dut.cfg_interrupt_msi_fail,
+            cfg_interrupt_msi_attr=dut.cfg_interrupt_msi_attr,
+            cfg_interrupt_msi_tph_present=dut.cfg_interrupt_msi_tph_present,
+            cfg_interrupt_msi_tph_type=dut.cfg_interrupt_msi_tph_type,
+            cfg_interrupt_msi_tph_st_tag=dut.cfg_interrupt_msi_tph_st_tag,
+            cfg_interrupt_msi_function_number=dut.cfg_interrupt_msi_function_number,
+        )
+        self.dev.log.setLevel(logging.WARNING)
+        self.dev.functions[0].configure_bar(0, S.engine["bar0_size"])
+        self.rc.make_port().connect(self.dev)
+
+        # user streams idle until a test starts them
+        self.c2h = StreamSource(dut, "s_axis_c2h", dut.user_clk)
+        self.h2c = StreamSink(dut, "m_axis_h2c", dut.user_clk)
+
+        self.monitors = []
+        if monitor:
+            self.monitors = [
+                PacketMonitor(dut, "m_axis_rq", dut.user_clk),
+                PacketMonitor(dut, "m_axis_cc", dut.user_clk),
+            ]
+        self.completer = HostCompleter(self)
+        self.msi = [0] * 32
+        self.msi_event = Event()
+        self.mem = None
+        self._bump = 0
+
+    async def init(self, mem_size=32 << 20):
+        await FallingEdge(self.dut.user_reset)
+        await Timer(100, "ns")
+        await self.rc.enumerate()
+        self.pdev = self.rc.find_device(self.dev.functions[0].pcie_id)
+        await self.pdev.enable_device()
+        await self.pdev.set_master()
+        await self.pdev.set_readrq((self.mrrs // 128).bit_length() - 1)
+        self.msi_vectors = await self.pdev.alloc_irq_vectors(1, 32)
+        for k in range(32):
+            self.pdev.request_irq(k, self._msi_handler(k))
+        self.bar = self.pdev.bar_window[0]
+        self.mem = self.rc.mem_pool.alloc_region(mem_size)
+        self.mem_base = self.mem.get_absolute_address(0)
+        self._bump = 0
+        # the engine sees the link settings one clock after the config writes
+        await self.clocks(4)
+
+    def _msi_handler(self, k):
+        async def handler():
+            self.msi[k] += 1
+            self.msi_event.set()
+        return handler
+
+    async def clocks(self, n=1):
+        for _ in range(n):
+            await RisingEdge(self.dut.user_clk)
+
+    def check_protocol(self):
+        for m in self.monitors:
+            assert not m.errors, f"{m.name}: {m.errors[:3]}"
+
+    # ---------------------------------------------------------------- registers
+    async def rd(self, reg):
+        off = S.reg[reg] if isinstance(reg, str) else reg
+        return await self.bar.read_dword(off)
+
+    async def wr(self, reg, val):
+        off = S.reg[reg] if isinstance(reg, str) else reg
+        await self.bar.write_dword(off, val)
+
+    @staticmethod
+    def ch_off(ch, reg):
+        return S.chan[ch] + S.chreg[reg]
+
+    async def ch_rd(self, ch, reg):
+        return await self.bar.read_dword(self.ch_off(ch, reg))
+
+    async def ch_wr(self, ch, reg, val):
+        await self.bar.write_dword(self.ch_off(ch, reg), val)
+
+    async def ch_status(self, ch):
+        """(STATE, BUSY, ERROR_CODE)"""
+        v = await self.ch_rd(ch, "STATUS")
+        g = lambda n: S.get(v, "STATUS", n, "channel_register")  # noqa: E731
+        return g("STATE"), g("BUSY"), g("ERROR_CODE")
+
+    async def ch_control(self, ch, run=0, abort=0, reset=0):
+        await self.ch_wr(ch, "CONTROL", S.val("CONTROL", "channel_register", RUN=run, ABORT=abort,
+                                               RESET=reset))
+
+    async def bytes_moved(self, ch):
+        lo = await self.ch_rd(ch, "BYTES_LO")
+        hi = await self.ch_rd(ch, "BYTES_HI")
+        return hi << 32 | lo
+
+    async def wait_state(self, ch, state, timeout_us=200):
+        for _ in range(timeout_us):
+            st, busy, code = await self.ch_status(ch)
+            if st == S.state[state]:
+                return st, busy, code
+            await Timer(1, "us")
+        raise AssertionError(f"{ch} did not reach {state} (STATUS state {st})")
+
+    # ---------------------------------------------------------------- host memory
+    def alloc(self, size, align=4096, offset=0):
+        """Bus address and region offset of `size` bytes of host memory."""
+        pos = (self._bump + align - 1) // align * align + offset
+        assert pos + size <= len(self.mem.mem), "test host memory exhausted"
+        self._bump = pos + size
+        return self.mem_base + pos, pos
+
+    def high_region(self, base, size):
+        """Host memory at a chosen bus address (e.g. across 4 GiB), outside the RC's pool."""
+        region = MemoryRegion(size)
+        self.rc.mem_address_space.register_region(region, base)
+        return region
+
+    def rand_bytes(self, n):
+        return self.rng.randbytes(n)
+
+
+class Ring:
+    """A channel's descriptor ring in host memory and its doorbell."""
+
+    def __init__(self, tb, ch, entries, base=None):
+        self.tb, self.ch, self.entries = tb, ch, entries
+        if base is None:
+            self.addr, self.off = tb.alloc(entries * S.engine["desc_size"])
+        else:
+            self.addr, self.off = base
+        self.tail = 0
+        self.head = 0           # descriptors this object has seen completed
+        self.cookies = {}
+
+    async def configure(self, timeout_us=0):
+        await self.tb.ch_wr(self.ch, "RING_BASE_LO", self.addr & 0xFFFFFFFF)
+        await self.tb.ch_wr(self.ch, "RING_BASE_HI", self.addr >> 32)
+        await self.tb.ch_wr(self.ch, "RING_SIZE", self.entries)
+        await self.tb.ch_wr(self.ch, "TIMEOUT_US", timeout_us)
+
+    def slot_off(self, n):
+        return self.off + (n % self.entries) * S.engine["desc_size"]
+
+    def put(self, n, addr, length, ctrl=0, raw_len=None):
+        o = self.slot_off(n)
+        d = S.desc
+        m = self.tb.mem
+        cookie = self.tb.rng.getrandbits(64)
+        self.cookies[n] = cookie
+        struct.pack_into("<Q", m.mem, o + d["ADDR_LO"], addr)
+        struct.pack_into("<I", m.mem, o + d["LEN"], length if raw_len is None else raw_len)
+        struct.pack_into("<I", m.mem, o + d["CTRL"], ctrl)
+        struct.pack_into("<II", m.mem, o + d["RESULT_BYTES"], 0, 0)
+        struct.pack_into("<Q", m.mem, o + d["SW_COOKIE_LO"], cookie)
+
+    def result(self, n):
+        """(RESULT_BYTES, RESULT_STATUS) of descriptor number n"""
+        o = self.slot_off(n)
+        return struct.unpack_from("<II", self.tb.mem.mem, o + S.desc["RESULT_BYTES"])
+
+    def check_cookie(self, n):
+        o = self.slot_off(n)
+        assert struct.unpack_from("<Q", self.tb.mem.mem, o + S.desc["SW_COOKIE_LO"])[0] == \
+            self.cookies[n], f"{self.ch}: the engine wrote SW_COOKIE of descriptor {n}"
+
+    async def submit(self, descs):
+        """descs: iterable of (addr, length, ctrl) or (addr, length, ctrl, raw_len)."""
+        for dsc in descs:
+            self.put(self.tail, *dsc)
+            self.tail += 1
+        await self.tb.ch_wr(self.ch, "TAIL", self.tail & 0xFFFFFFFF)
+
+    def done(self, n):
+        return S.status(self.result(n)[1])[0] == 1
+
+    async def wait_done(self, n, timeout_us=1000, poll_ns=500):
+        """Wait until the record of descriptor n says DONE (no MMIO: host memory only)."""
+        t_end = get_sim_time("ns") + timeout_us * 1000
+        while not self.done(n):
+            if get_sim_time("ns") > t_end:
+                raise AssertionError(f"{self.ch}: descriptor {n} not done after {timeout_us} us")
+            await Timer(poll_ns, "ns")
+
+
+class StreamSource:
+    """Drives a user AXI4-Stream (256-bit data, byte tkeep) from queued beats."""
+
+    def __init__(self, dut, prefix, clk):
+        self.clk = clk
+        self.tdata = getattr(dut, f"{prefix}_tdata")
+        self.tkeep = getattr(dut, f"{prefix}_tkeep")
+        self.tlast = getattr(dut, f"{prefix}_tlast")
+        self.tvalid = getattr(dut, f"{prefix}_tvalid")
+        self.tready = getattr(dut, f"{prefix}_tready")
+        self.tdata.value = 0
+        self.tkeep.value = 0
+        self.tlast.value = 0
+        self.tvalid.value = 0
+        self.beats = collections.deque()
+        self.pause = None
+        self.sent = 0            # bytes taken by the engine
+        self.wake = Event()
+        self.idle = Event()
+        self.idle.set()
+        cocotb.start_soon(self._run())
+
+    def send(self, data, last=False, beat_bytes=32):
+        """Queue data (a multiple of 4 bytes) as beats of up to beat_bytes bytes."""
+        assert len(data) % 4 == 0 and beat_bytes % 4 == 0
+        for k in range(0, len(data), beat_bytes):
+            chunk = data[k:k + beat_bytes]
+            is_last = last and k + beat_bytes >= len(data)
+            self.beats.append((int.from_bytes(chunk, "little"), (1 << len(chunk)) - 1,
+                               int(is_last), len(chunk)))
+        self.idle.clear()
+        self.wake.set()
+
+    async def _run(self):
+        valid = 0
+        current = None
+        while True:
+            if not valid and not self.beats:
+                self.idle.set()
+                self.wake.clear()
+                await self.wake.wait()
+            await RisingEdge(self.clk)
+            if valid and self.tready.value:
+                self.sent += current[3]
+                valid = 0
+            paused = self.pause is not None and next(self.pause)
+            if not valid and self.beats and not paused:
+                current = self.beats.popleft()
+                self.tdata.value = current[0]
+                self.tkeep.value = current[1]
+                self.tlast.value = current[2]
+                valid = 1
+            elif valid and paused:
+                pass        # a valid beat stays until taken
+            self.tvalid.value = valid
+
+
+class StreamSink:
+    """Collects a user AXI4-Stream; tready follows an optional pause pattern."""
+
+    def __init__(self, dut, prefix, clk):
+        self.clk = clk
+        self.tdata = getattr(dut, f"{prefix}_tdata")
+        self.tkeep = getattr(dut, f"{prefix}_tkeep")
+        self.tlast = getattr(dut, f"{prefix}_tlast")
+        self.tvalid = getattr(dut, f"{prefix}_tvalid")
+        self.tready = getattr(dut, f"{prefix}_tready")
+        self.tready.value = 0
+        self.data = bytearray()
+        self.lasts = []          # byte counts at which tlast was seen
+        self.beats = []          # byte count of every beat
+        self.errors = []
+        self.pause = None
+        self.active = False
+        self._task = None
+
+    def start(self):
+        if self._task is None:
+            self._task = cocotb.start_soon(self._run())
+
+    async def _run(self):
+        ready = 0
+        while True:
+            await RisingEdge(self.clk)
+            if ready and self.tvalid.value:
+                keep = int(self.tkeep.value)
+                n = (keep + 1).bit_length() - 1
+                if keep != (1 << n) - 1 or n == 0 or n % 4:
+                    self.errors.append(f"tkeep {keep:#x} not whole dwords from byte 0")
+                self.data += int(self.tdata.value).to_bytes(32, "little")[:n]
+                self.beats.append(n)
+                if self.tlast.value:
+                    self.lasts.append(len(self.data))
+            ready = 0 if (self.pause is not None and next(self.pause)) else 1
+            self.tready.value = ready
+
+
+class PacketMonitor:
+    """AXI4-Stream rules for the core's interfaces: tvalid stays high inside a packet, and a
+    stalled beat does not change."""
+
+    def __init__(self, dut, prefix, clk):
+        self.name = prefix
+        self.clk = clk
+        self.sig = {s: getattr(dut, f"{prefix}_{s}") for s in
+                    ("tdata", "tkeep", "tuser", "tlast", "tvalid", "tready")}
+        self.errors = []
+        self.packets = 0
+        cocotb.start_soon(self._run())
+
+    async def _run(self):
+        in_pkt = False
+        held = None
+        s = self.sig
+        while True:
+            await RisingEdge(self.clk)
+            try:
+                valid = int(s["tvalid"].value)
+                ready = int(s["tready"].value)
+            except ValueError:
+                continue
+            if held is not None:
+                now = tuple(s[k].value for k in ("tdata", "tkeep", "tuser", "tlast"))
+                if not valid or now != held:
+                    self.errors.append(f"stalled beat changed at {get_sim_time('ns')} ns")
+            if in_pkt and not valid:
+                self.errors.append(f"tvalid low inside a packet at {get_sim_time('ns')} ns")
+            held = None
+            if valid and not ready:
+                held = tuple(s[k].value for k in ("tdata", "tkeep", "tuser", "tlast"))
+            if valid and ready:
+                last = int(s["tlast"].value)
+                in_pkt = not last
+                self.packets += last
+
+
+class HostCompleter:
+    """Answers the engine's memory reads in place of the root complex's own handler when a test
+    asks for random splits, reordering across tags, or black holes. Otherwise it hands the
+    request to the model unchanged."""
+
+    def __init__(self, tb):
+        self.tb = tb
+        self.rc = tb.rc
+        self.rng = random.Random(tb.seed ^ 0x5EED)
+        self.split = False
+        self.reorder = False
+        self.holes = []          # (start, end, core timeout in ns or None)
+        self.dropped = []
+        self.pending = []        # per request: list of completions still to send
+        self.wake = Event()
+        self.out_of_order = 0    # completions sent while an older request was unfinished
+        self.completions = 0
+        self.rc.register_rx_tlp_handler(TlpType.MEM_READ, self.handle)
+        self.rc.register_rx_tlp_handler(TlpType.MEM_READ_64, self.handle)
+        cocotb.start_soon(self._scheduler())
+
+    def black_hole(self, start, size, core_timeout_ns=None):
+        self.holes.append((start, start + size, core_timeout_ns))
+
+    async def handle(self, tlp):
+        for start, end, tmo in self.holes:
+            if start <= tlp.address < end:
+                self.dropped.append(tlp)
+                if tmo is not None:
+                    cocotb.start_soon(self._core_timeout(tlp, tmo))
+                return
+        if not (self.split or self.reorder) or \
+                not self.rc.mem_address_space.find_regions(tlp.address, tlp.length * 4):
+            await self.rc.handle_mem_read_tlp(tlp)
+            return
+        data = await self.rc.mem_address_space.read(tlp.address, tlp.length * 4)
+        self.pending.append(self._completions(tlp, data))
+        self.wake.set()
+
+    def _completions(self, tlp, data):
+        rcb = 128 if self.rc.read_completion_boundary else 64
+        mps = 128 << self.rc.max_payload_size
+        cpls = []
+        addr = tlp.address
+        n = 0
+        total = tlp.length * 4
+        while n < total:
+            # up to MPS, ending on an RCB boundary unless it is the end
+            room = min(mps, total - n)
+            if self.split:
+                to_rcb = rcb - (addr % rcb)
+                blocks = self.rng.randint(0, max(0, (room - to_rcb) // rcb))
+                length = min(room, to_rcb + blocks * rcb)
+            else:
+                length = room if room == total - n else room - (addr + room) % rcb
+            cpl = Tlp.create_completion_data_for_tlp(tlp, PcieId(0, 0, 0))
+            cpl.byte_count = total - n
+            cpl.lower_address = addr & 0x7F
+            cpl.set_data(data[n:n + length])
+            cpls.append(cpl)
+            n += length
+            addr += length
+        return cpls
+
+    async def _scheduler(self):
+        while True:
+            if not self.pending:
+                self.wake.clear()
+                await self.wake.wait()
+                if self.reorder:
+                    # let a few requests gather before answering in a shuffled order
+                    await Timer(self.rng.randint(50, 400), "ns")
+            k = self.rng.randrange(len(self.pending)) if self.reorder else 0
+            if k:
+                self.out_of_order += 1
+            cpl = self.pending[k].pop(0)
+            if not self.pending[k]:
+                self.pending.pop(k)
+            self.completions += 1
+            await self.rc.send(cpl)
+
+    async def _core_timeout(self, req, delay_ns):
+        """What the hard core does when a read gets no completion: it reports the request on the
+        RC interface with error code 1001 (PG156), and frees the tag. The model has no timer."""
+        await Timer(delay_ns, "ns")
+        dev = self.tb.dev
+        cpl = Tlp_us()
+        cpl.fmt_type = TlpType.CPL
+        cpl.tag = req.tag
+        cpl.requester_id = req.requester_id
+        cpl.completer_id = PcieId(0, 0, 0)
+        cpl.byte_count = req.length * 4
+        cpl.lower_address = req.address & 0x7F
+        cpl.error_code = ErrorCode.TIMEOUT
+        cpl.request_completed = True
+        dev.active_request[req.tag] = None
+        dev.tag_available_count = dev.get_available_tag_count()
+        dev.cpld_credit_count = max(dev.cpld_credit_count - req.get_data_credits(), 0)
+        dev.cpld_credit_released.set()
+        dev.rx_buf_cplh_fc_count += 1
+        dev.rx_buf_cpld_fc_count += 1
+        dev.rc_queue.put_nowait(cpl)
+
+
+def pause_pattern(rng, busy=0.3, burst=8):
+    """An endless pause pattern: runs of stalls and runs of free clocks."""
+    while True:
+        stall = rng.random() < busy
+        for _ in range(rng.randint(1, burst)):
+            yield stall
+
+
+def pattern_bytes(seed, words):
+    """The generator's counter pattern: word n = seed + n (mod 2**32), little-endian."""
+    return b"".join(struct.pack("<I", (seed + n) & 0xFFFFFFFF) for n in range(words))
