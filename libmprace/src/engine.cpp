@@ -248,6 +248,7 @@ void EngineState::refill(ChannelState &c)
 	if (irq)
 		last->setControl(last->control() | MP_DESC_CTRL_IRQ_MASK);
 	c.tail = tail;
+	c.tail_hint.store(tail, std::memory_order_relaxed);
 	// Descriptors are plain stores to coherent memory; they must be visible before the
 	// doorbell (on x86 the uncached MMIO store is ordered after them; the fence keeps the
 	// compiler from sinking them and orders them on weaker architectures).
@@ -370,6 +371,7 @@ void EngineState::resetChannel(ChannelState &c)
 	c.wr(MP_CHREG_TIMEOUT_US, stall_us.load());
 	c.head.store(0, std::memory_order_relaxed);
 	c.tail = 0;
+	c.tail_hint.store(0, std::memory_order_relaxed);
 }
 
 void EngineState::setupChannel(ChannelState &c)
@@ -436,6 +438,7 @@ void EngineState::recover(ChannelState &c)
 	}
 	board->wr(MP_REG_IRQ_STATUS, MP_REG_IRQ_STATUS_ERROR_MASK);
 	c.tail = k;
+	c.tail_hint.store(k, std::memory_order_relaxed);
 	c.wr(MP_CHREG_CONTROL, MP_CHREG_CONTROL_RUN_MASK);
 	if (k) {
 		std::atomic_thread_fence(std::memory_order_release);
@@ -647,6 +650,27 @@ bool EngineState::wait(TransferState *t, Clock::time_point deadline, bool foreve
 	return irq ? waitIrq(t, deadline, forever) : waitPolling(t, deadline, forever);
 }
 
+bool EngineState::peek(const ChannelState &c) const
+{
+	std::uint32_t h = c.head.load(std::memory_order_relaxed);
+	return h != c.tail_hint.load(std::memory_order_relaxed) &&
+	       const_cast<ChannelState &>(c).ring.at(h).record().done();
+}
+
+void EngineState::serviceOther(const ChannelState &mine, bool check)
+{
+	ChannelState &o = *ch[mine.id == Channel::C2H ? 1 : 0];
+	if (!check && !peek(o))
+		return;
+	// try_lock: if its lock is taken, someone is working on that channel already.
+	std::unique_lock<std::mutex> lk(o.mu, std::try_to_lock);
+	if (!lk)
+		return;
+	if (check)
+		checkChannel(o);
+	reap(o);
+}
+
 bool EngineState::waitPolling(TransferState *t, Clock::time_point deadline, bool forever)
 {
 	ChannelState &c = *t->ch;
@@ -657,21 +681,22 @@ bool EngineState::waitPolling(TransferState *t, Clock::time_point deadline, bool
 			return true;
 		// Peek at the next record without the lock: only a written record (or a due health
 		// check) is worth taking it. The ring lives as long as the engine state.
-		bool ready = c.ring.at(c.head.load(std::memory_order_relaxed)).record().done();
+		bool ready = peek(c);
 		auto now = Clock::now();
 		bool check = now - last_check > kHealthInterval;
 		if (ready || check) {
 			std::lock_guard<std::mutex> lk(c.mu);
-			if (check && !ready) {
+			if (check)
 				checkChannel(c);
-				last_check = now;
-			}
 			reap(c);
 			if (t->finished.load(std::memory_order_relaxed))
 				return true;
 			if (ready)
 				backoff.reset();
 		}
+		serviceOther(c, check);
+		if (check)
+			last_check = now;
 		if (!forever && now >= deadline) {
 			std::lock_guard<std::mutex> lk(c.mu);
 			reap(c);
@@ -726,8 +751,14 @@ bool EngineState::waitIrq(TransferState *t, Clock::time_point deadline, bool for
 			if (rc > 0)
 				ackVector(v);
 			for (auto &o : ch) {
-				if (o.get() == &c || o->vector != v)
+				if (o.get() == &c)
 					continue;
+				if (o->vector != v) {
+					// Its waiters (if any) have their own vector; without any, its
+					// queued transfers still move on at every wake-up here.
+					serviceOther(c, rc <= 0);
+					continue;
+				}
 				std::lock_guard<std::mutex> ol(o->mu);
 				reap(*o);
 				if (rc <= 0)

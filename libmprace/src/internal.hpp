@@ -132,6 +132,8 @@ struct ChannelState {
 	// polling waiters); tail: the next free slot = the TAIL last written.
 	std::atomic<std::uint32_t> head{0};
 	std::uint32_t tail = 0;
+	// A copy of tail for lock-free peeks by waiters of the other channel (written under mu).
+	std::atomic<std::uint32_t> tail_hint{0};
 	TransferState *qhead = nullptr, *qtail = nullptr;
 	std::size_t outstanding = 0;
 	std::size_t cancelled = 0; // count of transfers ended with ECANCELED (for abort's result)
@@ -192,6 +194,12 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
 	bool waitPolling(TransferState *t, Clock::time_point deadline, bool forever);
 	bool waitIrq(TransferState *t, Clock::time_point deadline, bool forever);
 	bool isDone(TransferState *t);
+	// Without the lock: is a completion record waiting to be consumed? (A hint: a false
+	// answer costs a later look, a true one a lock.)
+	bool peek(const ChannelState &c) const;
+	// Consumes the other channel's completions if it has some and its lock is free, so that
+	// its queued transfers move on while nobody waits on it (loopback, fire and forget).
+	void serviceOther(const ChannelState &mine, bool check);
 	bool abortOne(TransferState *t);
 	void release(TransferState *t) noexcept;
 	std::size_t abortBufferLocked(BufferState *b); // BoardState::mu held
