@@ -274,10 +274,10 @@ START_TEST(test_reference)
 			       db.points[k].throughput_MBps() / run.modes[0].points[k].throughput_MBps(), 1e-12));
 	ck_assert(near(db.fit_efficiency, 0.5, 1e-9));
 	ck_assert(std::isnan(run.modes[0].points[0].efficiency));
-	// min(a,b): the slower of two stages at each size.
+	// min(a;b): the slower of two stages at each size.
 	ModeResult m = run.modes[1];
 	m.name = "fi";
-	m.reference = "min(c2h,db4M-c2h)";
+	m.reference = "min(c2h;db4M-c2h)";
 	apply_reference(m, run);
 	ck_assert(near(m.points[2].efficiency, 1.0, 1e-12));
 	ck_assert(near(m.fit_efficiency, 1.0, 1e-9));

@@ -20,9 +20,10 @@ namespace dmabench {
 
 namespace {
 
-// Okabe-Ito plus a few: distinguishable by most colour-blind readers.
+// Okabe-Ito plus a few (its yellow darkened for a white background): distinguishable by
+// most colour-blind readers.
 const char *const palette[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00",
-			       "#56B4E9", "#000000", "#F0E442", "#7F3C8D", "#8C564B"};
+			       "#56B4E9", "#000000", "#7F3C8D", "#8C564B", "#B8A200"};
 const char *const dashes[] = {"", "6,3", "2,2", "8,3,2,3"};
 
 std::string xml(const std::string &s)
@@ -270,9 +271,31 @@ std::string gnuplot_script(const Run &run, const std::string &png, const char *t
 	g << "set terminal " << terminal << " size 1300,780 font \",11\"\n";
 	g << "set output " << gnuplot_quote(png) << "\n";
 	g << "set title " << gnuplot_quote(title_of(run)) << " noenhanced\n";
-	g << "set logscale x 2\nset format x \"%.0b%B\"\nset grid\nset key outside right top noenhanced\n";
+	g << "set logscale x 2\nset grid\nset key outside right top noenhanced\n";
+	// Tics at powers of two labelled 4K, 1M, ... like the SVG.
+	std::uint64_t smin = UINT64_MAX, smax = 0;
+	for (const auto &m : run.modes)
+		for (const auto &p : m.points) {
+			smin = std::min(smin, p.bytes);
+			smax = std::max(smax, p.bytes);
+		}
+	if (smax) {
+		int e0 = static_cast<int>(std::floor(std::log2(static_cast<double>(smin))));
+		int e1 = static_cast<int>(std::ceil(std::log2(static_cast<double>(smax))));
+		int every = e1 - e0 <= 14 ? 1 : e1 - e0 <= 28 ? 2 : 4;
+		g << "set xrange [" << std::ldexp(1, e0) << ":" << std::ldexp(1, e1) << "]\nset xtics (";
+		for (int e = e0; e <= e1; e += every)
+			g << (e == e0 ? "" : ", ") << "\"" << tools::format_size_short(static_cast<std::uint64_t>(std::ldexp(1, e)))
+			  << "\" " << std::ldexp(1, e);
+		g << ")\n";
+	}
 	g << "set xlabel \"transfer size (bytes, log scale)\"\nset ylabel \"throughput (MB/s, 10^6 B/s)\" noenhanced\n";
-	g << "set yrange [0:*]\n";
+	double ymax = 0, ytop, ystep;
+	for (const auto &m : run.modes)
+		for (const auto &p : m.points)
+			ymax = std::max(ymax, p.throughput_MBps());
+	nice_axis(ymax, &ytop, &ystep);
+	g << "set yrange [0:" << ytop << "]\nset ytics " << ystep << "\n";
 	for (std::size_t k = 0; k < run.modes.size(); ++k) {
 		g << "$d" << k << " << EOD\n";
 		for (const auto &p : run.modes[k].points)

@@ -90,23 +90,23 @@ std::string json_escape(const std::string &s)
 	return out;
 }
 
-// The reference is one mode ("c2h") or the slower of two ("min(c2h,hg)"), the natural limit of a
+// The reference is one mode ("c2h") or the slower of two ("min(c2h;hg)": no comma, so that CSV fields never need quotes), the natural limit of a
 // two-stage path. A reference not in the run leaves the efficiencies empty.
-void apply_reference(ModeResult &m, const Run &run)
+bool apply_reference(ModeResult &m, const Run &run)
 {
 	std::vector<const ModeResult *> refs;
 	const std::string &r = m.reference;
 	if (r.empty())
-		return;
+		return false;
 	if (r.compare(0, 4, "min(") == 0 && r.back() == ')') {
-		for (const auto &n : tools::split(r.substr(4, r.size() - 5), ','))
+		for (const auto &n : tools::split(r.substr(4, r.size() - 5), ';'))
 			refs.push_back(find_mode(run, n));
 	} else {
 		refs.push_back(find_mode(run, r));
 	}
 	for (auto *ref : refs)
 		if (!ref || ref == &m)
-			return;
+			return false;
 	for (auto &p : m.points) {
 		double best = INFINITY;
 		for (auto *ref : refs)
@@ -117,11 +117,12 @@ void apply_reference(ModeResult &m, const Run &run)
 	double best = INFINITY;
 	for (auto *ref : refs) {
 		if (!ref->fit.valid)
-			return;
+			return true;
 		best = std::min(best, ref->fit.bandwidth_MBps());
 	}
 	if (m.fit.valid && best > 0)
 		m.fit_efficiency = m.fit.bandwidth_MBps() / best;
+	return true;
 }
 
 void write_mode_table(std::ostream &os, const ModeResult &m)
@@ -160,14 +161,14 @@ void write_mode_table(std::ostream &os, const ModeResult &m)
 void write_summary(std::ostream &os, const Run &run)
 {
 	os << "summary (t = latency + size / bandwidth)\n";
-	os << strprintf("  %-22s %-5s %12s %15s %9s %8s  %s\n", "mode", "dir", "latency/us", "bandwidth/MB/s",
+	os << strprintf("  %-22s %-7s %12s %15s %9s %8s  %s\n", "mode", "dir", "latency/us", "bandwidth/MB/s",
 			"rms err", "bw eff", "reference");
 	for (const auto &m : run.modes) {
 		if (m.fit.valid)
-			os << strprintf("  %-22s %-5s %12.2f %15.1f %8.1f%%", m.name.c_str(), m.direction.c_str(),
+			os << strprintf("  %-22s %-7s %12.2f %15.1f %8.1f%%", m.name.c_str(), m.direction.c_str(),
 					m.fit.latency_us(), m.fit.bandwidth_MBps(), 100 * m.fit.rms_rel_error);
 		else
-			os << strprintf("  %-22s %-5s %12s %15s %9s", m.name.c_str(), m.direction.c_str(), "-", "-", "-");
+			os << strprintf("  %-22s %-7s %12s %15s %9s", m.name.c_str(), m.direction.c_str(), "-", "-", "-");
 		os << (std::isfinite(m.fit_efficiency) ? strprintf(" %7.1f%%", 100 * m.fit_efficiency)
 						       : strprintf(" %8s", "-"));
 		os << "  " << (m.reference.empty() ? "-" : m.reference) << "\n";

@@ -17,8 +17,9 @@ extern const char *const kSchema;          // value of the JSON "schema" key
 extern const char *const kPointsCsvHeader; // first line of PREFIX.csv
 extern const char *const kFitCsvHeader;    // first line of PREFIX-fit.csv
 
-// Fills efficiencies and fit efficiencies from the reference modes (see modes.cpp for "auto").
-void apply_reference(ModeResult &m, const Run &run);
+// Fills the efficiencies and the fit efficiency of m from its reference: a mode name or
+// "min(a;b)". Returns false (and fills nothing) when the reference is empty or not in the run.
+bool apply_reference(ModeResult &m, const Run &run);
 
 void write_mode_table(std::ostream &os, const ModeResult &m);
 void write_summary(std::ostream &os, const Run &run);

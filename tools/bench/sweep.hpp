@@ -27,7 +27,7 @@ struct SweepOptions {
 	double min_time_s = 0.05;
 	std::uint64_t min_iterations = 2;
 	std::uint64_t max_iterations = 100000;
-	unsigned repeat = 1;           // timed blocks per size; the fastest counts
+	unsigned repeat = 3;           // timed blocks per size; the fastest counts
 	bool verify = false;
 };
 

@@ -1,0 +1,165 @@
+#!/bin/sh
+# dmabench end to end (TAP): usage errors, the files and their schema, GPU modes where there
+# is no GPU, data verification of every board mode on the virtual board, and the fitted
+# bandwidth against the link preset's documented rate.
+. "${top_srcdir:-../..}/tests/unit/tools-tap.sh"
+
+# ---- usage
+run "$DMABENCH" --help
+[ $rc -eq 0 ] && grep -q '^Usage: dmabench' "$WORK/out" && ok "--help: usage on stdout, status 0" || not_ok "--help (rc=$rc)"
+run "$DMABENCH" --version
+[ $rc -eq 0 ] && grep -q '^dmabench' "$WORK/out" && ok "--version" || not_ok "--version (rc=$rc)"
+run "$DMABENCH" --list-modes
+[ $rc -eq 0 ] && grep -q '^c2h ' "$WORK/out" && grep -q 'FH' "$WORK/out" && ok "--list-modes shows modes and thesis aliases" || not_ok "--list-modes"
+for bad in "--bogus" "-m c3h" "-s 4K:1K" "-s 4X" "--iterations 0" "--repeat 0" "-m" "--plot jpg" \
+	   "--ref nosuchmode" "-c 3-1" "-m db"; do
+	# shellcheck disable=SC2086  # word splitting wanted
+	run "$DMABENCH" $bad --device none
+	if [ $rc -eq 2 ] && grep -q '^Usage: dmabench' "$WORK/err" && [ ! -s "$WORK/out" ]; then
+		ok "bad usage '$bad': message, usage on stderr, status 2"
+	else
+		not_ok "bad usage '$bad' (rc=$rc)"; diag "$WORK/err"
+	fi
+done
+
+# ---- files and schema, no board needed
+run "$DMABENCH" --device none -m memcpy --quick --verify --no-progress -o "$WORK/m/mem"
+[ $rc -eq 0 ] && ok "memcpy --device none: status 0" || { not_ok "memcpy run (rc=$rc)"; diag "$WORK/err"; }
+for f in mem.csv mem-fit.csv mem.json mem.svg; do
+	[ -s "$WORK/m/$f" ] && grep -q "$WORK/m/$f" "$WORK/out" && ok "wrote and named $f" || not_ok "$f missing or not named"
+done
+hdr=$(head -n 1 "$WORK/m/mem.csv")
+[ "$hdr" = "mode,direction,bytes,iterations,total_s,time_us,throughput_MBps,efficiency,reference,verified" ] &&
+	ok "points CSV header" || not_ok "points CSV header: $hdr"
+hdr=$(head -n 1 "$WORK/m/mem-fit.csv")
+[ "$hdr" = "mode,direction,latency_us,bandwidth_MBps,rms_rel_error,points,reference,bandwidth_efficiency" ] &&
+	ok "fit CSV header" || not_ok "fit CSV header: $hdr"
+rows=$(grep -c '^memcpy,host,' "$WORK/m/mem.csv")
+[ "$rows" -eq 7 ] && ok "7 sizes for --quick (4K:16M:4)" || not_ok "rows: $rows"
+fails=$(awk -F, 'NR > 1 && $NF != "ok"' "$WORK/m/mem.csv" | wc -l)
+[ "$fails" -eq 0 ] && ok "every memcpy point verified ok" || not_ok "unverified points: $fails"
+# Every row: 10 fields, numbers where numbers belong.
+bad=$(awk -F, 'NR > 1 && (NF != 10 || $3 !~ /^[0-9]+$/ || $4 !~ /^[0-9]+$/ || $7 !~ /^[0-9.]+$/)' "$WORK/m/mem.csv" | wc -l)
+[ "$bad" -eq 0 ] && ok "CSV rows well formed" || not_ok "$bad malformed CSV rows"
+if have_python; then
+	check "JSON keys exactly as documented (schema mprace-dmabench/1)" "$PYTHON" - "$WORK/m/mem.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+def keys(d, want, where):
+    got = list(d.keys())
+    assert got == want, "%s keys %s != %s" % (where, got, want)
+keys(r, ["schema", "tool", "version", "date", "host", "command_line", "wall_s", "device", "settings", "modes", "skipped"], "top")
+assert r["schema"] == "mprace-dmabench/1"
+keys(r["device"], ["name", "description", "backend"], "device")
+keys(r["settings"], ["sizes", "warmup", "iterations", "min_time_s", "repeat", "verify", "cpus", "reference"], "settings")
+assert r["device"]["backend"] == "none"
+m = r["modes"][0]
+keys(m, ["name", "direction", "description", "reference", "fit", "points"], "mode")
+keys(m["fit"], ["valid", "latency_us", "bandwidth_MBps", "rms_rel_error", "points", "bandwidth_efficiency"], "fit")
+for p in m["points"]:
+    keys(p, ["bytes", "iterations", "total_s", "time_us", "throughput_MBps", "efficiency", "verified"], "point")
+    assert abs(p["time_us"] - 1e6 * p["total_s"] / p["iterations"]) <= 1e-3 * p["time_us"] + 1e-4
+assert m["fit"]["valid"] and m["fit"]["points"] == 7
+assert r["settings"]["sizes"] == [4096 * 4 ** k for k in range(7)]
+PY
+else
+	skip "JSON keys exactly as documented" "no python3"
+fi
+grep -q '<svg' "$WORK/m/mem.svg" && grep -q '</svg>' "$WORK/m/mem.svg" && ok "SVG plot complete" || not_ok "SVG plot"
+
+# ---- modes that cannot run here
+run "$DMABENCH" --device none -m c2h --quick -o "$WORK/n/x"
+[ $rc -eq 3 ] && grep -q 'c2h skipped' "$WORK/err" && ok "board mode with --device none: skipped, status 3" ||
+	{ not_ok "board mode without board (rc=$rc)"; diag "$WORK/err"; }
+# GPU modes: without a GPU (or without CUDA) a clear message and status 3 when alone ...
+run "$DMABENCH" --device none -m hg,fi-serial --quick -o "$WORK/n/g"
+if [ $rc -eq 0 ]; then
+	skip "GPU modes alone without a GPU" "this machine has a GPU"
+elif [ $rc -eq 3 ] && grep -q 'hg skipped: .*\(CUDA\|GPU\)' "$WORK/err"; then
+	ok "GPU modes alone without a GPU: message, status 3"
+else
+	not_ok "GPU modes alone (rc=$rc)"; diag "$WORK/err"
+fi
+# ... and skipped with the message in a mixed list (status 0, listed in the JSON).
+run "$DMABENCH" --device none -m memcpy,gh --quick --no-progress -o "$WORK/n/mix"
+if [ $rc -eq 0 ] && grep -q '"mode": "gh"' "$WORK/n/mix.json" && grep -q 'gh .*skipped' "$WORK/out"; then
+	ok "mixed list: GPU mode skipped with its reason, status 0"
+elif [ $rc -eq 0 ] && grep -q '^gh,' "$WORK/n/mix.csv"; then
+	skip "mixed list with a GPU mode" "this machine has a GPU"
+else
+	not_ok "mixed list (rc=$rc)"; diag "$WORK/err"
+fi
+
+# ---- every board mode moves correct data (virtual board)
+run "$DMABENCH" --device emu: -m c2h,h2c,c2h-umem,h2c-umem,loopback,pio-read,pio-write \
+	-s 4K:1M:4 -n 3 --verify --no-progress --plot none -o "$WORK/v/raw"
+if [ $rc -eq 0 ] && [ "$(awk -F, 'NR > 1 && $NF != "ok"' "$WORK/v/raw.csv" | wc -l)" -eq 0 ] &&
+   [ "$(grep -c ',ok$' "$WORK/v/raw.csv")" -eq 35 ]; then
+	ok "raw DMA, loopback and PIO: every point verified on the virtual board"
+else
+	not_ok "raw modes --verify (rc=$rc)"; diag "$WORK/err" "$WORK/v/raw.csv"
+fi
+# Buffer managers with DMA buffers smaller than the transfers (several chunks each).
+run "$DMABENCH" --device emu: -m cb64K,db64K,pb16Kx4 -s 4K:1M:4 -n 3 --verify --no-progress --plot none -o "$WORK/v/bm"
+if [ $rc -eq 0 ] && [ "$(awk -F, 'NR > 1 && $NF != "ok"' "$WORK/v/bm.csv" | wc -l)" -eq 0 ] &&
+   [ "$(grep -c ',ok$' "$WORK/v/bm.csv")" -eq 30 ]; then
+	ok "ChunkBuffer, DoubleBuffer, PooledBuffer both ways: every point verified"
+else
+	not_ok "bufmgr modes --verify (rc=$rc)"; diag "$WORK/err" "$WORK/v/bm.csv"
+fi
+# The bufmgr modes are compared with raw DMA of their direction from the same run.
+run "$DMABENCH" --device emu: -m c2h,db64K-c2h -s 64K,1M -n 3 --no-progress --plot none -o "$WORK/v/eff"
+eff=$(awk -F, '$1 == "db64K-c2h" && $3 == 1048576 { print $8 "," $9 }' "$WORK/v/eff.csv")
+case $eff in
+	[0-9]*.[0-9]*,c2h) ok "efficiency of db64K-c2h against c2h at the same size ($eff)" ;;
+	*) not_ok "efficiency column: '$eff'"; diag "$WORK/v/eff.csv" ;;
+esac
+
+# ---- the fit against the link preset
+# The preset's payload rate as docs/virtual-board.md documents it: lane rate after line
+# encoding times lanes, times MPS / (MPS + TLP overhead), with MPS 256 and 24 (C2H memory write)
+# or 20 (H2C completion) overhead bytes. Gen2: 5 GT/s, 8b/10b; Gen3: 8 GT/s, 128b/130b.
+rate() { # GEN LANES OVERHEAD -> MB/s
+	awk -v g="$1" -v l="$2" -v o="$3" 'BEGIN {
+		lane = (g == 2) ? 5e9 * 8 / 10 / 8 : 8e9 * 128 / 130 / 8
+		printf "%.1f", lane * l * 256 / (256 + o) / 1e6 }'
+}
+fit_ratio() { # FITCSV MODE RATE -> fitted bandwidth / rate
+	awk -F, -v m="$2" -v r="$3" '$1 == m { printf "%.3f", $4 / r }' "$1"
+}
+within() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x != "" && x >= lo && x <= hi) }'; }
+if sanitized; then
+	skip "gen2x4: fitted C2H/H2C bandwidth close to the preset rate" "sanitizer build"
+	skip "gen3x8: fitted C2H/H2C bandwidth close to the preset rate" "sanitizer build"
+else
+	# gen2x4 (~1.8 GB/s) is slow enough for any host: tight bounds. The fit uses sizes from
+	# 64 KiB, where the per-descriptor latency no longer dominates.
+	run "$DMABENCH" --device emu:link=gen2x4 -m c2h-umem,h2c-umem -s 64K:16M:4 -t 0.02 -r 3 --no-progress --plot none -o "$WORK/f/g2"
+	rc2=$(fit_ratio "$WORK/f/g2-fit.csv" c2h-umem "$(rate 2 4 24)")
+	rh2=$(fit_ratio "$WORK/f/g2-fit.csv" h2c-umem "$(rate 2 4 20)")
+	if [ $rc -eq 0 ] && within "$rc2" 0.85 1.05 && within "$rh2" 0.85 1.05; then
+		ok "gen2x4: fitted bandwidth / preset rate: C2H $rc2, H2C $rh2 (0.85 .. 1.05)"
+	else
+		not_ok "gen2x4: fitted bandwidth / preset rate: C2H '$rc2', H2C '$rh2' (rc=$rc)"; diag "$WORK/f/g2-fit.csv"
+	fi
+	# gen3x8 (~7.2 GB/s) needs the host to copy at that rate with cores it shares with make -j:
+	# generous bounds; above the rate would mean the model does not pace.
+	run "$DMABENCH" --device emu:link=gen3x8 -m c2h-umem,h2c-umem -s 64K:16M:4 -t 0.02 -r 3 --no-progress --plot none -o "$WORK/f/g3"
+	rc3=$(fit_ratio "$WORK/f/g3-fit.csv" c2h-umem "$(rate 3 8 24)")
+	rh3=$(fit_ratio "$WORK/f/g3-fit.csv" h2c-umem "$(rate 3 8 20)")
+	if [ $rc -eq 0 ] && within "$rc3" 0.4 1.05 && within "$rh3" 0.4 1.05; then
+		ok "gen3x8: fitted bandwidth / preset rate: C2H $rc3, H2C $rh3 (0.4 .. 1.05)"
+	else
+		not_ok "gen3x8: fitted bandwidth / preset rate: C2H '$rc3', H2C '$rh3' (rc=$rc)"; diag "$WORK/f/g3-fit.csv"
+	fi
+fi
+
+# ---- the quick run CI uses, on the default board of the test environment
+run "$DMABENCH" --quick --no-progress -o "$WORK/q/ci"
+if [ $rc -eq 0 ] && [ -s "$WORK/q/ci.csv" ] && [ "$(grep -c '^c2h,' "$WORK/q/ci.csv")" -eq 7 ]; then
+	ok "dmabench --quick with the default modes"
+else
+	not_ok "dmabench --quick (rc=$rc)"; diag "$WORK/err"
+fi
+
+done_testing

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The Env shared by the modes (board and engine opened on first use), the mode factory, and
+// the host-only memcpy mode.
+#include "modes_impl.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <sys/stat.h>
+
+#include "mprace/mprace.hpp"
+
+namespace dmabench {
+
+std::unique_ptr<Mode> make_mode(const std::string &canonical, Env &env)
+{
+	ModeSpec s = parse_mode(canonical);
+	switch (s.family) {
+	case Family::Memcpy: return make_memcpy_mode(s);
+	case Family::Dma: return make_dma_mode(s, env);
+	case Family::Loopback: return make_loopback_mode(s, env);
+	case Family::Pio: return make_pio_mode(s, env);
+	case Family::BufMgr: return make_bufmgr_mode(s, env);
+	case Family::Gpu: return make_gpu_mode(s, env);
+	}
+	throw BadMode("unknown mode '" + canonical + "'");
+}
+
+
+// ---------------------------------------------------------------------------------------- Env
+
+Env::Env(std::string device, bool verify) : device_(std::move(device)), verify_(verify) {}
+
+Env::~Env()
+{
+	engine_.reset(); // before the board
+	board_.reset();
+}
+
+mprace::Board &Env::board()
+{
+	if (board_)
+		return *board_;
+	if (no_device())
+		throw Unavailable("needs a board, and --device none was given");
+	if (!open_error_.empty())
+		throw Unavailable(open_error_);
+	try {
+		board_ = std::make_unique<mprace::Board>(device_);
+	} catch (const std::exception &e) {
+		open_error_ = std::string("cannot open the board: ") + e.what();
+		throw Unavailable(open_error_);
+	}
+	return *board_;
+}
+
+mprace::DMAEngine &Env::engine()
+{
+	if (!engine_) {
+		mprace::Board &b = board();
+		try {
+			engine_ = std::make_unique<mprace::DMAEngine>(b);
+		} catch (const std::exception &e) {
+			throw Unavailable(std::string("cannot take the DMA engine: ") + e.what());
+		}
+	}
+	return *engine_;
+}
+
+void Env::route(unsigned c2h_source, unsigned h2c_sink)
+{
+	mprace::Board &b = board();
+	auto src = static_cast<mprace::C2HSource>(c2h_source);
+	auto sink = static_cast<mprace::H2CSink>(h2c_sink);
+	if (b.c2hSource() != src || b.h2cSink() != sink)
+		b.setTestRouting(src, sink);
+}
+
+std::string Env::device_name() const
+{
+	if (!device_.empty())
+		return device_;
+	// What libpcidriver picks for NULL (pcidriver.h).
+	if (const char *e = std::getenv("PCIDRIVER_DEVICE"))
+		if (*e)
+			return e;
+	struct stat st;
+	if (stat("/dev/fpga0", &st) == 0)
+		return "/dev/fpga0";
+	return "emu:";
+}
+
+std::string Env::device_description() const
+{
+	if (!board_)
+		return std::string();
+	return board_->info().name;
+}
+
+std::string Env::backend() const
+{
+	if (!board_)
+		return "none";
+	return board_->info().emulated() ? "emu" : "kernel";
+}
+
+// ------------------------------------------------------------------------------------- memcpy
+
+namespace {
+
+class MemcpyMode : public Mode {
+public:
+	std::string name() const override { return "memcpy"; }
+	std::string direction() const override { return "host"; }
+	std::string description() const override { return "host memcpy between two buffers (no board)"; }
+	void setup(std::uint64_t max_bytes) override
+	{
+		src_.assign(max_bytes, 0);
+		dst_.assign(max_bytes, 0);
+		fill_pattern(src_.data(), max_bytes & ~3ull, 0x1234);
+	}
+	void transfer(std::uint64_t bytes) override { std::memcpy(dst_.data(), src_.data(), bytes); }
+	bool can_verify() const override { return true; }
+	bool verify(std::uint64_t bytes, std::string *why) override
+	{
+		std::memset(dst_.data(), 0, bytes);
+		transfer(bytes);
+		if (std::memcmp(dst_.data(), src_.data(), bytes) == 0)
+			return true;
+		*why = "destination differs from the source";
+		return false;
+	}
+	void teardown() override
+	{
+		std::vector<unsigned char>().swap(src_);
+		std::vector<unsigned char>().swap(dst_);
+	}
+
+private:
+	std::vector<unsigned char> src_, dst_;
+};
+
+} // namespace
+
+std::unique_ptr<Mode> make_memcpy_mode(const ModeSpec &) { return std::make_unique<MemcpyMode>(); }
+
+} // namespace dmabench

@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// dmabench: throughput curves of the board's DMA engine, PIO, the buffer managers and the GPU
+// paths; a latency/bandwidth fit per mode; table, CSV, JSON and plots. docs/dmabench.md and
+// dmabench(1) describe the options and the file formats.
+#include "config.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <getopt.h>
+#include <iostream>
+#include <sched.h>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/units.hpp"
+#include "mode.hpp"
+#include "mprace/board.hpp"
+#include "plot.hpp"
+#include "report.hpp"
+#include "sweep.hpp"
+
+using namespace dmabench;
+using tools::format_size;
+using tools::strprintf;
+
+namespace {
+
+const char *const kDefaultModes = "c2h,h2c,c2h-umem,h2c-umem,pio-read,pio-write,cb4M,db4M,pb1Mx8";
+const char *const kDefaultSizes = "4K:256M:2";
+const char *const kQuickSizes = "4K:16M:4";
+
+// Exit codes (also in dmabench(1)).
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_UNAVAILABLE = 3 };
+
+void usage(std::FILE *f)
+{
+	std::fprintf(f,
+"Usage: dmabench [OPTION]... [MODE]...\n"
+"Measure DMA/PIO/buffer-manager/GPU throughput over a sweep of transfer sizes, fit\n"
+"t = latency + size / bandwidth per mode, and write a table (stdout), CSV, JSON and plots.\n"
+"\n"
+"Modes (comma-separated with -m, or as arguments; --list-modes for all):\n"
+"  c2h h2c             raw DMA card->host / host->card on kernel memory (thesis FH, HF)\n"
+"  c2h-umem h2c-umem   the same on user memory (pinned by the driver, scatter-gather)\n"
+"  pio-read pio-write  32-bit register/BAR accesses by the CPU\n"
+"  cb<S> db<S> pb<S>x<N>[-c2h|-h2c]  ChunkBuffer, DoubleBuffer, PooledBuffer (libbufmgr)\n"
+"                      with DMA buffers of S bytes (N of them); both directions without suffix\n"
+"  memcpy              host memcpy, a reference that needs no board\n"
+"  hg gh fi fi-serial gi gi-serial   GPU paths (CUDA builds; thesis HG, GH, FI, GI)\n"
+"  default: %s\n"
+"\n"
+"Options:\n"
+"  -m, --modes LIST       modes to run, in this order\n"
+"  -d, --device NAME      board: /dev/fpgaN, fpgaN, N, or the virtual board emu:[OPTIONS]\n"
+"                         (e.g. emu:link=gen3x8); 'none' for host-only modes. Default:\n"
+"                         libpcidriver's ($PCIDRIVER_DEVICE, /dev/fpga0, else the virtual board)\n"
+"  -s, --sizes SPEC       MIN:MAX[:FACTOR] or a list (4K,64K,1M); default %s\n"
+"  -n, --iterations N     transfers timed together per size (default: enough for --min-time)\n"
+"  -t, --min-time SEC     auto iterations: time each size at least this long (default 0.05)\n"
+"  -w, --warmup N         untimed transfers before each size (default 1)\n"
+"  -r, --repeat N         time each size N times and keep the fastest (default 3)\n"
+"      --verify           after timing a size, one more transfer with its data checked\n"
+"      --ref MODE|auto|none  efficiency reference (default auto: the raw DMA mode of the\n"
+"                         same direction; for fi/gi the slower of its two stages)\n"
+"      --pio-max SIZE     largest size for the PIO modes (default 1M)\n"
+"  -c, --cpus LIST        pin dmabench (and the threads it starts) to CPUs, e.g. 0 or 2-3\n"
+"  -q, --quick            short run for CI: sizes %s, min-time 0.01, repeat 1\n"
+"  -o, --out PREFIX       write PREFIX.csv, PREFIX-fit.csv, PREFIX.json, PREFIX.svg and\n"
+"                         PREFIX.png (directories are created; default ./dmabench)\n"
+"      --plot WHAT        svg, png, all (default: svg, and png when gnuplot or\n"
+"                         python3-matplotlib is installed) or none\n"
+"      --no-progress      no progress bar (it is drawn on stderr only when it is a terminal)\n"
+"      --list-modes       list the modes and their aliases\n"
+"  -h, --help             this text;  -V, --version  the version\n"
+"\n"
+"Exit status: 0 ok, 1 a transfer or a verification failed, 2 bad usage,\n"
+"3 no requested mode can run here (e.g. GPU modes without a GPU).\n",
+		     kDefaultModes, kDefaultSizes, kQuickSizes);
+}
+
+[[noreturn]] void usage_error(const std::string &msg)
+{
+	std::fprintf(stderr, "dmabench: %s\n\n", msg.c_str());
+	usage(stderr);
+	std::exit(EXIT_USAGE);
+}
+
+void list_modes()
+{
+	std::printf("%-24s %-14s %s\n", "MODE", "ALIASES", "WHAT IT MEASURES");
+	for (const auto &m : mode_table())
+		std::printf("%-24s %-14s %s%s\n", m.pattern, *m.aliases ? m.aliases : "-", m.description,
+			    m.needs_cuda ? " [CUDA]" : "");
+}
+
+std::string iso_date_utc()
+{
+	std::time_t t = std::time(nullptr);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	char buf[32];
+	std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return buf;
+}
+
+std::string hostname()
+{
+	char buf[256] = {0};
+	if (gethostname(buf, sizeof(buf) - 1) != 0)
+		return std::string();
+	return buf;
+}
+
+void mkdirs(const std::string &dir)
+{
+	std::string cur;
+	for (const auto &part : tools::split(dir, '/')) {
+		cur += part;
+		if (!cur.empty() && mkdir(cur.c_str(), 0777) != 0 && errno != EEXIST)
+			throw std::runtime_error("cannot create directory " + cur + ": " + std::strerror(errno));
+		cur += '/';
+	}
+}
+
+template <class F>
+void write_file(const std::string &path, F writer, std::vector<std::string> &written)
+{
+	std::ofstream f(path);
+	if (!f)
+		throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+	writer(f);
+	f.close();
+	if (!f)
+		throw std::runtime_error("error writing " + path);
+	written.push_back(path);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	enum { OPT_VERIFY = 256, OPT_REF, OPT_PIO_MAX, OPT_PLOT, OPT_NO_PROGRESS, OPT_LIST_MODES };
+	static const struct option longopts[] = {
+		{"modes", required_argument, nullptr, 'm'},
+		{"device", required_argument, nullptr, 'd'},
+		{"sizes", required_argument, nullptr, 's'},
+		{"iterations", required_argument, nullptr, 'n'},
+		{"min-time", required_argument, nullptr, 't'},
+		{"warmup", required_argument, nullptr, 'w'},
+		{"repeat", required_argument, nullptr, 'r'},
+		{"verify", no_argument, nullptr, OPT_VERIFY},
+		{"ref", required_argument, nullptr, OPT_REF},
+		{"pio-max", required_argument, nullptr, OPT_PIO_MAX},
+		{"cpus", required_argument, nullptr, 'c'},
+		{"quick", no_argument, nullptr, 'q'},
+		{"out", required_argument, nullptr, 'o'},
+		{"plot", required_argument, nullptr, OPT_PLOT},
+		{"no-progress", no_argument, nullptr, OPT_NO_PROGRESS},
+		{"list-modes", no_argument, nullptr, OPT_LIST_MODES},
+		{"help", no_argument, nullptr, 'h'},
+		{"version", no_argument, nullptr, 'V'},
+		{nullptr, 0, nullptr, 0},
+	};
+
+	std::string modes_arg, device, sizes_arg, ref = "auto", out = "dmabench", plot = "all", cpus;
+	SweepOptions so;
+	bool quick = false, progress_on = true, min_time_given = false, repeat_given = false;
+	std::uint64_t pio_max = 1 << 20;
+	std::vector<std::string> mode_args;
+
+	std::string command_line;
+	for (int i = 0; i < argc; ++i)
+		command_line += (i ? " " : "") + std::string(argv[i]);
+
+	opterr = 0;
+	int c;
+	try {
+		while ((c = getopt_long(argc, argv, ":m:d:s:n:t:w:r:c:qo:hV", longopts, nullptr)) != -1) {
+			switch (c) {
+			case 'm': modes_arg += (modes_arg.empty() ? "" : ",") + std::string(optarg); break;
+			case 'd': device = optarg; break;
+			case 's': sizes_arg = optarg; break;
+			case 'n':
+				so.iterations = tools::parse_u64(optarg, "iteration count");
+				if (so.iterations == 0)
+					usage_error("--iterations must be at least 1");
+				break;
+			case 't':
+				so.min_time_s = tools::parse_double(optarg, "time");
+				if (so.min_time_s < 0)
+					usage_error("--min-time must not be negative");
+				min_time_given = true;
+				break;
+			case 'w': so.warmup = tools::parse_u32(optarg, "warm-up count"); break;
+			case 'r':
+				so.repeat = tools::parse_u32(optarg, "repeat count");
+				repeat_given = true;
+				if (so.repeat == 0)
+					usage_error("--repeat must be at least 1");
+				break;
+			case OPT_VERIFY: so.verify = true; break;
+			case OPT_REF: ref = optarg; break;
+			case OPT_PIO_MAX: pio_max = tools::parse_size(optarg); break;
+			case 'c': cpus = optarg; tools::parse_cpu_list(cpus); break;
+			case 'q': quick = true; break;
+			case 'o': out = optarg; break;
+			case OPT_PLOT:
+				plot = optarg;
+				if (plot != "svg" && plot != "png" && plot != "all" && plot != "none")
+					usage_error("--plot takes svg, png, all or none");
+				break;
+			case OPT_NO_PROGRESS: progress_on = false; break;
+			case OPT_LIST_MODES: list_modes(); return EXIT_OK;
+			case 'h': usage(stdout); return EXIT_OK;
+			case 'V': std::printf("dmabench (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION); return EXIT_OK;
+			case ':': usage_error(strprintf("option %s needs an argument", argv[optind - 1]));
+			default:
+				usage_error(optopt ? strprintf("unknown option -%c", optopt)
+						   : strprintf("unknown option %s", argv[optind - 1]));
+			}
+		}
+	} catch (const std::invalid_argument &e) {
+		usage_error(e.what());
+	}
+	for (int i = optind; i < argc; ++i)
+		mode_args.push_back(argv[i]);
+	if (out.empty())
+		usage_error("--out needs a file name prefix");
+	if (!out.empty() && out.back() == '/')
+		out += "dmabench";
+	struct stat st;
+	if (stat(out.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+		out += "/dmabench";
+
+	// Modes: -m lists and arguments, in order; duplicates dropped.
+	std::vector<std::string> names;
+	std::string all_modes = modes_arg;
+	for (const auto &a : mode_args)
+		all_modes += (all_modes.empty() ? "" : ",") + a;
+	if (all_modes.empty())
+		all_modes = kDefaultModes;
+	try {
+		for (const auto &item : tools::split(all_modes, ',')) {
+			if (item.empty())
+				continue;
+			for (const auto &n : expand_mode(item))
+				if (std::find(names.begin(), names.end(), n) == names.end())
+					names.push_back(n);
+		}
+		so.sizes = parse_sizes(!sizes_arg.empty() ? sizes_arg : quick ? kQuickSizes : kDefaultSizes);
+		if (ref != "auto" && ref != "none") {
+			auto r = expand_mode(ref);
+			if (r.size() != 1)
+				usage_error("--ref needs one mode with its direction, e.g. db4M-c2h");
+			ref = r[0];
+		}
+	} catch (const std::invalid_argument &e) {
+		usage_error(e.what());
+	}
+	if (names.empty())
+		usage_error("no mode given");
+	if (quick && !min_time_given)
+		so.min_time_s = 0.01;
+	if (quick && !repeat_given)
+		so.repeat = 1;
+
+	if (!cpus.empty()) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		for (int cpu : tools::parse_cpu_list(cpus))
+			if (cpu < CPU_SETSIZE)
+				CPU_SET(cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+			std::fprintf(stderr, "dmabench: cannot pin to CPUs %s: %s\n", cpus.c_str(), std::strerror(errno));
+			return EXIT_FAILED;
+		}
+	}
+
+	auto t_start = std::chrono::steady_clock::now();
+	Run run;
+	RunInfo &info = run.info;
+	info.version = PACKAGE_VERSION;
+	info.date = iso_date_utc();
+	info.host = hostname();
+	info.command_line = command_line;
+	info.sizes = so.sizes;
+	info.warmup = so.warmup;
+	info.iterations = so.iterations;
+	info.min_time_s = so.min_time_s;
+	info.repeat = so.repeat;
+	info.verify = so.verify;
+	info.cpus = cpus;
+	info.reference = ref;
+	info.backend = "none";
+
+	Env env(device, so.verify);
+	env.set_pio_max(pio_max);
+	Progress progress(progress_on, names.size() * so.sizes.size());
+	std::vector<std::string> failures;
+	int exit_code = EXIT_OK;
+	std::size_t ran = 0;
+	std::uint64_t max_size = so.sizes.back();
+
+	for (const auto &name : names) {
+		ModeResult mr;
+		mr.name = name;
+		try {
+			auto mode = make_mode(name, env);
+			mode->setup(max_size);
+			mr.direction = mode->direction();
+			mr.description = mode->description();
+			if (ref == "auto")
+				mr.reference = mode->auto_reference();
+			else if (ref != "none" && ref != name)
+				mr.reference = ref;
+			if (!mode->note().empty())
+				progress.message("dmabench: " + name + ": " + mode->note());
+			if (so.verify && !mode->can_verify())
+				progress.message("dmabench: " + name + ": --verify: this mode has no data check");
+			run_sweep(*mode, so, progress, mr, &failures);
+			mode->teardown();
+			++ran;
+		} catch (const Unavailable &e) {
+			progress.message(strprintf("dmabench: %s skipped: %s", name.c_str(), e.what()));
+			run.skipped.push_back({name, e.what()});
+			for (std::size_t k = 0; k < so.sizes.size(); ++k)
+				progress.step(name);
+			continue;
+		} catch (const std::exception &e) {
+			progress.message(strprintf("dmabench: %s failed: %s", name.c_str(), e.what()));
+			run.skipped.push_back({name, std::string("failed: ") + e.what()});
+			exit_code = EXIT_FAILED;
+			continue;
+		}
+		run.modes.push_back(std::move(mr));
+	}
+	progress.finish();
+	info.device = env.device_name();
+	info.device_desc = env.device_description();
+	info.backend = env.backend();
+
+	for (auto &m : run.modes)
+		if (!apply_reference(m, run))
+			m.reference.clear(); // not measured in this run: no efficiency
+	info.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+
+	std::cout << "dmabench " << PACKAGE_VERSION << " on " << (info.device.empty() ? "(no board)" : info.device);
+	if (!info.device_desc.empty() && info.device_desc != info.device)
+		std::cout << " (" << info.device_desc << ")";
+	std::cout << ", " << info.date << "\n\n";
+	for (const auto &m : run.modes)
+		write_mode_table(std::cout, m);
+	write_summary(std::cout, run);
+	for (const auto &f : failures)
+		std::cout << "VERIFY FAILED: " << f << "\n";
+	if (!failures.empty())
+		exit_code = EXIT_FAILED;
+
+	std::vector<std::string> written;
+	try {
+		auto slash = out.rfind('/');
+		if (slash != std::string::npos && slash > 0)
+			mkdirs(out.substr(0, slash));
+		write_file(out + ".csv", [&](std::ostream &o) { write_points_csv(o, run); }, written);
+		write_file(out + "-fit.csv", [&](std::ostream &o) { write_fit_csv(o, run); }, written);
+		write_file(out + ".json", [&](std::ostream &o) { write_json(o, run); }, written);
+		if (plot == "svg" || plot == "all")
+			write_file(out + ".svg", [&](std::ostream &o) { write_svg(o, run); }, written);
+		if (plot == "png" || plot == "all") {
+			std::string why;
+			std::string png = out + ".png";
+			std::remove(png.c_str());
+			if (!render_png(run, out + ".json", png, &why).empty())
+				written.push_back(png);
+			else if (plot == "png")
+				std::fprintf(stderr, "dmabench: no PNG: %s\n", why.c_str());
+		}
+	} catch (const std::exception &e) {
+		std::fprintf(stderr, "dmabench: %s\n", e.what());
+		exit_code = EXIT_FAILED;
+	}
+	std::cout << strprintf("\n%zu mode(s) measured in %.1f s; files written:\n", ran, info.wall_s);
+	for (const auto &w : written)
+		std::cout << "  " << w << "\n";
+	std::cout.flush();
+	if (ran == 0 && exit_code == EXIT_OK)
+		exit_code = EXIT_UNAVAILABLE;
+	return exit_code;
+}

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+//
+// The GPU modes (built with nvcc when configure finds CUDA; static cudart):
+//   hg, gh       cudaMemcpy between pinned host memory and the GPU: the host link's limit
+//   fi-serial    DMA board -> user memory, then cudaMemcpy to the GPU: the naive serial path
+//   gi-serial    cudaMemcpy GPU -> user memory, then DMA to the board
+//   fi, gi       the pipelined indirect path through libbufmgr's CUDA stage
+// Data checks run on the GPU (a kernel compares the counter pattern in device memory).
+#include <cstring>
+#include <sys/mman.h>
+
+#include <cuda_runtime.h>
+
+#include "../common/units.hpp"
+#include "modes_impl.hpp"
+#include "mprace/mprace.hpp"
+
+using tools::format_size;
+using tools::strprintf;
+
+namespace dmabench {
+
+namespace {
+
+void cuda_check(cudaError_t e, const char *what)
+{
+	if (e != cudaSuccess)
+		throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+// Whether a GPU is there, asked once; Unavailable with the runtime's reason otherwise.
+void require_gpu()
+{
+	static std::string why = [] {
+		int n = 0;
+		cudaError_t e = cudaGetDeviceCount(&n);
+		if (e != cudaSuccess)
+			return std::string("no usable CUDA GPU (") + cudaGetErrorString(e) + ")";
+		if (n == 0)
+			return std::string("no CUDA GPU found");
+		return std::string();
+	}();
+	if (!why.empty())
+		throw Unavailable(why);
+}
+
+__global__ void fill_kernel(std::uint32_t *p, std::size_t n, std::uint32_t seed)
+{
+	for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+	     i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+		p[i] = seed + static_cast<std::uint32_t>(i);
+}
+
+__global__ void check_kernel(const std::uint32_t *p, std::size_t n, std::uint32_t seed,
+			     unsigned long long *bad, unsigned long long *first)
+{
+	for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+	     i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+		if (p[i] != seed + static_cast<std::uint32_t>(i)) {
+			atomicAdd(bad, 1ull);
+			atomicMin(first, static_cast<unsigned long long>(i));
+		}
+}
+
+class DeviceMem {
+public:
+	DeviceMem() = default;
+	explicit DeviceMem(std::size_t size) { cuda_check(cudaMalloc(&p_, size), "cudaMalloc"); }
+	DeviceMem(DeviceMem &&o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+	DeviceMem &operator=(DeviceMem &&o) noexcept { std::swap(p_, o.p_); return *this; }
+	~DeviceMem() { if (p_) cudaFree(p_); }
+	void *get() const { return p_; }
+
+private:
+	void *p_ = nullptr;
+};
+
+void gpu_fill(void *dev, std::uint64_t bytes, std::uint32_t seed)
+{
+	fill_kernel<<<256, 256>>>(static_cast<std::uint32_t *>(dev), bytes / 4, seed);
+	cuda_check(cudaDeviceSynchronize(), "fill kernel");
+}
+
+// Counts words of the pattern that differ in GPU memory; *why describes the first.
+bool gpu_check(const void *dev, std::uint64_t bytes, std::uint32_t seed, std::string *why)
+{
+	DeviceMem counters(2 * sizeof(unsigned long long));
+	unsigned long long init[2] = {0, ~0ull};
+	cuda_check(cudaMemcpy(counters.get(), init, sizeof(init), cudaMemcpyHostToDevice), "cudaMemcpy");
+	auto *c = static_cast<unsigned long long *>(counters.get());
+	check_kernel<<<256, 256>>>(static_cast<const std::uint32_t *>(dev), bytes / 4, seed, c, c + 1);
+	cuda_check(cudaDeviceSynchronize(), "check kernel");
+	unsigned long long res[2];
+	cuda_check(cudaMemcpy(res, c, sizeof(res), cudaMemcpyDeviceToHost), "cudaMemcpy");
+	if (res[0] == 0)
+		return true;
+	*why = strprintf("%llu of %llu words in GPU memory differ from the pattern, the first at word %llu", res[0],
+			 static_cast<unsigned long long>(bytes / 4), res[1]);
+	return false;
+}
+
+std::uint32_t next_seed()
+{
+	static std::uint32_t s = 0x6bu << 24;
+	return s += 0x10001u;
+}
+
+// ------------------------------------------------------------------- hg, gh: cudaMemcpy
+
+class CopyMode : public Mode {
+public:
+	explicit CopyMode(bool to_gpu) : to_gpu_(to_gpu) {}
+	~CopyMode() override { teardown(); }
+	std::string name() const override { return to_gpu_ ? "hg" : "gh"; }
+	std::string direction() const override { return to_gpu_ ? "h2g" : "g2h"; }
+	std::string description() const override
+	{
+		return to_gpu_ ? "cudaMemcpy pinned host -> GPU" : "cudaMemcpy GPU -> pinned host";
+	}
+	void setup(std::uint64_t max_bytes) override
+	{
+		require_gpu();
+		cuda_check(cudaMallocHost(&host_, max_bytes), "cudaMallocHost");
+		dev_ = DeviceMem(max_bytes);
+	}
+	void transfer(std::uint64_t bytes) override
+	{
+		if (to_gpu_)
+			cuda_check(cudaMemcpy(dev_.get(), host_, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+		else
+			cuda_check(cudaMemcpy(host_, dev_.get(), bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+	}
+	std::uint64_t granule() const override { return 4; }
+	bool can_verify() const override { return true; }
+	bool verify(std::uint64_t bytes, std::string *why) override
+	{
+		std::uint32_t seed = next_seed();
+		if (to_gpu_) {
+			fill_pattern(host_, bytes, seed);
+			cuda_check(cudaMemset(dev_.get(), 0, bytes), "cudaMemset");
+			transfer(bytes);
+			return gpu_check(dev_.get(), bytes, seed, why);
+		}
+		gpu_fill(dev_.get(), bytes, seed);
+		std::memset(host_, 0, bytes);
+		transfer(bytes);
+		std::int64_t bad = check_pattern(host_, bytes, seed);
+		if (bad < 0)
+			return true;
+		*why = strprintf("host word %lld differs from the pattern", static_cast<long long>(bad));
+		return false;
+	}
+	void teardown() override
+	{
+		dev_ = DeviceMem();
+		if (host_)
+			cudaFreeHost(host_);
+		host_ = nullptr;
+	}
+
+private:
+	bool to_gpu_;
+	void *host_ = nullptr;
+	DeviceMem dev_;
+};
+
+// -------------------------------------------------- fi-serial, gi-serial: DMA then copy
+
+// User memory (anonymous, pinned by the driver for the board and registered with CUDA for the
+// copy engine); kernel memory cannot be registered with CUDA on real hardware.
+class HostDmaBuffer {
+public:
+	HostDmaBuffer() = default;
+	HostDmaBuffer(mprace::Board &board, std::size_t size, pd_dma_dir dir) : size_(size)
+	{
+		void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			throw std::system_error(errno, std::generic_category(), "mmap");
+		p_ = p;
+		buf_ = std::make_unique<mprace::DMABuffer>(board, p_, size, dir);
+		cudaError_t e = cudaHostRegister(p_, size, cudaHostRegisterDefault);
+		if (e != cudaSuccess)
+			throw std::runtime_error(std::string("cudaHostRegister of the DMA buffer: ") + cudaGetErrorString(e));
+		registered_ = true;
+	}
+	HostDmaBuffer(HostDmaBuffer &&) = delete;
+	~HostDmaBuffer()
+	{
+		if (registered_)
+			cudaHostUnregister(p_);
+		buf_.reset();
+		if (p_)
+			munmap(p_, size_);
+	}
+	mprace::DMABuffer &dma() { return *buf_; }
+	void *data() const { return p_; }
+
+private:
+	void *p_ = nullptr;
+	std::size_t size_ = 0;
+	std::unique_ptr<mprace::DMABuffer> buf_;
+	bool registered_ = false;
+};
+
+class SerialMode : public Mode {
+public:
+	SerialMode(bool to_gpu, Env &env) : to_gpu_(to_gpu), env_(env) {}
+	~SerialMode() override { teardown(); }
+	std::string name() const override { return to_gpu_ ? "fi-serial" : "gi-serial"; }
+	std::string direction() const override { return to_gpu_ ? "c2g" : "g2c"; }
+	std::string description() const override
+	{
+		return to_gpu_ ? "DMA board -> user memory, then cudaMemcpy -> GPU (serial)"
+			       : "cudaMemcpy GPU -> user memory, then DMA -> board (serial)";
+	}
+	std::string auto_reference() const override { return to_gpu_ ? "min(c2h-umem;hg)" : "min(h2c-umem;gh)"; }
+	std::uint64_t granule() const override { return MP_ENGINE_GRANULE; }
+	void setup(std::uint64_t max_bytes) override
+	{
+		require_gpu();
+		engine_ = &env_.engine();
+		env_.route(MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER);
+		host_ = std::make_unique<HostDmaBuffer>(env_.board(), max_bytes,
+							to_gpu_ ? PD_DMA_FROM_DEVICE : PD_DMA_TO_DEVICE);
+		dev_ = DeviceMem(max_bytes);
+	}
+	void transfer(std::uint64_t bytes) override
+	{
+		if (to_gpu_) {
+			engine_->read(host_->dma(), 0, bytes);
+			host_->dma().syncForCpu();
+			cuda_check(cudaMemcpy(dev_.get(), host_->data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+		} else {
+			cuda_check(cudaMemcpy(host_->data(), dev_.get(), bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+			host_->dma().syncForDevice();
+			engine_->write(host_->dma(), 0, bytes);
+		}
+	}
+	bool can_verify() const override { return true; }
+	bool verify(std::uint64_t bytes, std::string *why) override
+	{
+		mprace::Board &b = env_.board();
+		std::uint32_t seed = next_seed();
+		if (to_gpu_) {
+			cuda_check(cudaMemset(dev_.get(), 0, bytes), "cudaMemset");
+			b.setPatternSeed(seed);
+			transfer(bytes);
+			return gpu_check(dev_.get(), bytes, seed, why);
+		}
+		gpu_fill(dev_.get(), bytes, seed);
+		b.resetChecker(seed);
+		transfer(bytes);
+		auto c = b.checker();
+		if (c.errors == 0 && c.words == bytes / 4)
+			return true;
+		*why = strprintf("checker saw %u words with %u mismatches", c.words, c.errors);
+		return false;
+	}
+	void teardown() override
+	{
+		dev_ = DeviceMem();
+		host_.reset();
+	}
+
+private:
+	bool to_gpu_;
+	Env &env_;
+	mprace::DMAEngine *engine_ = nullptr;
+	std::unique_ptr<HostDmaBuffer> host_;
+	DeviceMem dev_;
+};
+
+} // namespace
+
+std::unique_ptr<Mode> make_gpu_mode(const ModeSpec &s, Env &env)
+{
+	if (s.gpu == "hg" || s.gpu == "gh")
+		return std::make_unique<CopyMode>(s.gpu == "hg");
+	if (s.gpu == "fi-serial" || s.gpu == "gi-serial")
+		return std::make_unique<SerialMode>(s.gpu == "fi-serial", env);
+	throw Unavailable("mode " + s.canonical + ": the pipelined GPU stage of libbufmgr is not available yet");
+}
+
+} // namespace dmabench
