@@ -206,6 +206,33 @@ static inline uint32_t wait_state(struct eb *b, unsigned int ch, uint32_t state,
 	return s;
 }
 
+/* Polls STATUS until BUSY: the channel has started a descriptor (thread wake-up can take
+ * milliseconds on a loaded machine, so never assume it after a fixed sleep). */
+static inline bool wait_busy(struct eb *b, unsigned int ch, unsigned int ms)
+{
+	uint64_t end = now_ns() + (uint64_t)ms * 1000000u;
+
+	do {
+		if (crd(b, ch, MP_CHREG_STATUS) & MP_CHREG_STATUS_BUSY_MASK)
+			return true;
+		sleep_us(20);
+	} while (now_ns() < end);
+	return false;
+}
+
+/* Polls until the 32-bit word at p differs from `old` (data has started to arrive). */
+static inline bool wait_word_changes(const void *p, uint32_t old, unsigned int ms)
+{
+	uint64_t end = now_ns() + (uint64_t)ms * 1000000u;
+
+	do {
+		if (__atomic_load_n((const uint32_t *)p, __ATOMIC_RELAXED) != old)
+			return true;
+		sleep_us(20);
+	} while (now_ns() < end);
+	return false;
+}
+
 static inline bool wait_head(struct eb *b, unsigned int ch, uint32_t head, unsigned int ms)
 {
 	uint64_t end = now_ns() + (uint64_t)ms * 1000000u;

@@ -398,9 +398,12 @@ static void set_status_locked(struct emu_chan *ch, uint32_t state, uint32_t code
 			      memory_order_release);
 }
 
-/* ERROR with `code`; RUN and a pending ABORT are cleared; raises IRQ_STATUS.ERROR. */
+/* ERROR with `code`; RUN and a pending ABORT are cleared; raises IRQ_STATUS.ERROR. Nothing
+ * is in flight any more (the engine calls this as the last act on a failed descriptor), so
+ * BUSY is clear when a writer waiting for the abort reads STATUS. */
 static void enter_error_locked(struct emu_chan *ch, uint32_t code)
 {
+	atomic_store(&ch->inflight, 0);
 	set_status_locked(ch, MP_STATE_ERROR, code);
 	atomic_fetch_and(&ch->ctl, ~(EMU_CTL_RUN | EMU_CTL_ABORT));
 	emu_irq_raise(ch->dev, MP_IRQ_ERROR_BIT);
@@ -1074,8 +1077,10 @@ static void run_one(struct emu_chan *ch, uint32_t idx, uint32_t tail)
 	if (x.ctrl & MP_DESC_CTRL_STOP_MASK) {
 		pthread_mutex_lock(&ch->lock);
 		atomic_fetch_and(&ch->ctl, ~EMU_CTL_RUN);
-		if (chan_state(ch) == MP_STATE_RUNNING)
+		if (chan_state(ch) == MP_STATE_RUNNING) {
+			atomic_store(&ch->inflight, 0);   /* IDLE and not BUSY together */
 			set_status_locked(ch, MP_STATE_IDLE, 0);
+		}
 		pthread_mutex_unlock(&ch->lock);
 	}
 }
