@@ -128,30 +128,40 @@ fit_ratio() { # FITCSV MODE RATE -> fitted bandwidth / rate
 	awk -F, -v m="$2" -v r="$3" '$1 == m { printf "%.3f", $4 / r }' "$1"
 }
 within() { awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x != "" && x >= lo && x <= hi) }'; }
+# One attempt: LINK RATE_C2H RATE_H2C LO HI -> sets ratio_c, ratio_h; true when both within.
+# Sizes 64 KiB .. 16 MiB by 2 (nine points, so one size disturbed by another process cannot
+# tilt the fit much) and the fastest of 5 timed blocks per size.
+attempt() {
+	run "$DMABENCH" --device "emu:link=$1" -m c2h-umem,h2c-umem -s 64K:16M:2 -t 0.01 -r 5 \
+		--no-progress --plot none -o "$WORK/f/$1"
+	ratio_c=$(fit_ratio "$WORK/f/$1-fit.csv" c2h-umem "$2")
+	ratio_h=$(fit_ratio "$WORK/f/$1-fit.csv" h2c-umem "$3")
+	[ $rc -eq 0 ] && within "$ratio_c" "$4" "$5" && within "$ratio_h" "$4" "$5"
+}
+# The cores are shared (make -j, other suites): a too-slow result may be the machine, so up to
+# three attempts; a link model that does not pace fails every one (its ratios stay far above 1).
+preset_check() { # LINK GEN LANES LO HI
+	r_c=$(rate "$2" "$3" 24)
+	r_h=$(rate "$2" "$3" 20)
+	tries=""
+	for i in 1 2 3; do
+		if attempt "$1" "$r_c" "$r_h" "$4" "$5"; then
+			ok "$1: fitted bandwidth / preset rate ($r_c, $r_h MB/s): C2H $ratio_c, H2C $ratio_h (bounds $4 .. $5)"
+			return
+		fi
+		tries="$tries C2H '$ratio_c' H2C '$ratio_h' (rc=$rc);"
+	done
+	not_ok "$1: fitted bandwidth / preset rate outside $4 .. $5 in three attempts:$tries"
+	diag "$WORK/f/$1-fit.csv" "$WORK/f/$1.csv"
+}
 if sanitized; then
 	skip "gen2x4: fitted C2H/H2C bandwidth close to the preset rate" "sanitizer build"
 	skip "gen3x8: fitted C2H/H2C bandwidth close to the preset rate" "sanitizer build"
 else
-	# gen2x4 (~1.8 GB/s) is slow enough for any host: tight bounds. The fit uses sizes from
-	# 64 KiB, where the per-descriptor latency no longer dominates.
-	run "$DMABENCH" --device emu:link=gen2x4 -m c2h-umem,h2c-umem -s 64K:16M:4 -t 0.02 -r 3 --no-progress --plot none -o "$WORK/f/g2"
-	rc2=$(fit_ratio "$WORK/f/g2-fit.csv" c2h-umem "$(rate 2 4 24)")
-	rh2=$(fit_ratio "$WORK/f/g2-fit.csv" h2c-umem "$(rate 2 4 20)")
-	if [ $rc -eq 0 ] && within "$rc2" 0.85 1.05 && within "$rh2" 0.85 1.05; then
-		ok "gen2x4: fitted bandwidth / preset rate: C2H $rc2, H2C $rh2 (0.85 .. 1.05)"
-	else
-		not_ok "gen2x4: fitted bandwidth / preset rate: C2H '$rc2', H2C '$rh2' (rc=$rc)"; diag "$WORK/f/g2-fit.csv"
-	fi
-	# gen3x8 (~7.2 GB/s) needs the host to copy at that rate with cores it shares with make -j:
-	# generous bounds; above the rate would mean the model does not pace.
-	run "$DMABENCH" --device emu:link=gen3x8 -m c2h-umem,h2c-umem -s 64K:16M:4 -t 0.02 -r 3 --no-progress --plot none -o "$WORK/f/g3"
-	rc3=$(fit_ratio "$WORK/f/g3-fit.csv" c2h-umem "$(rate 3 8 24)")
-	rh3=$(fit_ratio "$WORK/f/g3-fit.csv" h2c-umem "$(rate 3 8 20)")
-	if [ $rc -eq 0 ] && within "$rc3" 0.4 1.05 && within "$rh3" 0.4 1.05; then
-		ok "gen3x8: fitted bandwidth / preset rate: C2H $rc3, H2C $rh3 (0.4 .. 1.05)"
-	else
-		not_ok "gen3x8: fitted bandwidth / preset rate: C2H '$rc3', H2C '$rh3' (rc=$rc)"; diag "$WORK/f/g3-fit.csv"
-	fi
+	# gen2x4 (~1.8 GB/s) is slow enough for any host: tighter bounds.
+	preset_check gen2x4 2 4 0.75 1.15
+	# gen3x8 (~7.2 GB/s) needs the host to copy at that rate on cores it shares: generous.
+	preset_check gen3x8 3 8 0.4 1.15
 fi
 
 # ---- the quick run CI uses, on the default board of the test environment

@@ -4,9 +4,13 @@
 // the host-only memcpy mode.
 #include "modes_impl.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <sys/stat.h>
+#include <thread>
+
+#include "../common/units.hpp"
 
 #include "mprace/mprace.hpp"
 
@@ -102,6 +106,23 @@ std::string Env::backend() const
 	if (!board_)
 		return "none";
 	return board_->info().emulated() ? "emu" : "kernel";
+}
+
+bool checker_ok(Env &env, std::uint64_t bytes, std::string *why)
+{
+	mprace::Board &b = env.board();
+	const std::uint64_t words = bytes / 4;
+	auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+	mprace::CheckerCounts c = b.checker();
+	while (c.words < words && std::chrono::steady_clock::now() < until) {
+		std::this_thread::sleep_for(std::chrono::microseconds(100));
+		c = b.checker();
+	}
+	if (c.errors == 0 && c.words == words)
+		return true;
+	*why = tools::strprintf("the checker counted %u words with %u mismatches (expected %llu words, none wrong)",
+				c.words, c.errors, static_cast<unsigned long long>(words));
+	return false;
 }
 
 // ------------------------------------------------------------------------------------- memcpy

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstring>
 #include <sys/mman.h>
-#include <thread>
 
 #include "../common/units.hpp"
 #include "modes_impl.hpp"
@@ -84,19 +83,6 @@ DmaBuf alloc_dma(mprace::Board &board, std::uint64_t want, bool umem, pd_dma_dir
 	throw Unavailable(std::string("cannot allocate a DMA buffer: ") + last);
 }
 
-// The engine's checker counts what it received; the counters may trail the completion record
-// by a moment on some implementations, so wait (briefly) until they have seen `words`.
-mprace::CheckerCounts checker_after(mprace::Board &b, std::uint32_t words)
-{
-	auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-	mprace::CheckerCounts c = b.checker();
-	while (c.words < words && std::chrono::steady_clock::now() < until) {
-		std::this_thread::sleep_for(std::chrono::microseconds(100));
-		c = b.checker();
-	}
-	return c;
-}
-
 std::uint32_t next_seed()
 {
 	static std::uint32_t s = 0x5eed0000u;
@@ -162,12 +148,7 @@ public:
 		d_.buf->syncForDevice();
 		b.resetChecker(seed);
 		engine_->write(*d_.buf, 0, bytes);
-		auto c = checker_after(b, static_cast<std::uint32_t>(bytes / 4));
-		if (c.errors == 0 && c.words == bytes / 4)
-			return true;
-		*why = strprintf("checker saw %u words with %u mismatches (expected %llu words)", c.words, c.errors,
-				 static_cast<unsigned long long>(bytes / 4));
-		return false;
+		return checker_ok(env_, bytes, why);
 	}
 	void teardown() override { d_ = DmaBuf(); }
 

@@ -101,16 +101,7 @@ public:
 		fill_pattern(user_, bytes, seed);
 		b.resetChecker(seed);
 		transfer(bytes);
-		mprace::CheckerCounts c = b.checker();
-		for (int k = 0; k < 200 && c.words < bytes / 4; ++k) {
-			usleep(1000);
-			c = b.checker();
-		}
-		if (c.errors == 0 && c.words == bytes / 4)
-			return true;
-		*why = strprintf("checker saw %u words with %u mismatches (expected %llu words)", c.words, c.errors,
-				 static_cast<unsigned long long>(bytes / 4));
-		return false;
+		return checker_ok(env_, bytes, why);
 	}
 	void teardown() override
 	{

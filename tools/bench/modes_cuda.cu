@@ -12,6 +12,8 @@
 #include <cuda_runtime.h>
 
 #include "../common/units.hpp"
+#include "bufmgr/cuda.hpp"
+#include "bufmgr/mprace_transfer.hpp"
 #include "modes_impl.hpp"
 #include "mprace/mprace.hpp"
 
@@ -250,11 +252,7 @@ public:
 		gpu_fill(dev_.get(), bytes, seed);
 		b.resetChecker(seed);
 		transfer(bytes);
-		auto c = b.checker();
-		if (c.errors == 0 && c.words == bytes / 4)
-			return true;
-		*why = strprintf("checker saw %u words with %u mismatches", c.words, c.errors);
-		return false;
+		return checker_ok(env_, bytes, why);
 	}
 	void teardown() override
 	{
@@ -270,6 +268,96 @@ private:
 	DeviceMem dev_;
 };
 
+// ------------------------------------------- fi, gi: the pipelined CUDA stage of libbufmgr
+
+// K user-memory DMA buffers, registered with CUDA: the board fills buffer k+1 while the GPU's
+// copy engine pulls buffer k (bufmgr::cuda::FpgaToGpu, a Relay), and the mirror image for gi.
+// K = 2 is double buffering (fi-db<S>), K = N a pool (fi-pb<S>x<N>).
+class PipeMode : public Mode {
+public:
+	PipeMode(const ModeSpec &s, Env &env) : s_(s), env_(env)
+	{
+		to_gpu_ = s.gpu == "fi";
+		if (!s.algo) { // plain fi / gi
+			count_ = kDefaultCount;
+			size_ = kDefaultSize;
+		} else {
+			count_ = s.buf_count;
+			size_ = s.buf_size;
+		}
+		if (size_ % MP_ENGINE_GRANULE)
+			throw BadMode("mode " + s.canonical + ": the DMA buffer size must be a multiple of 4");
+	}
+	~PipeMode() override { teardown(); }
+	std::string name() const override { return s_.canonical; }
+	std::string direction() const override { return to_gpu_ ? "c2g" : "g2c"; }
+	std::string description() const override
+	{
+		return strprintf("%s pipelined through bufmgr's CUDA stage: %u user-memory DMA buffers of %s "
+				 "registered with CUDA (%s)",
+				 to_gpu_ ? "board -> host -> GPU" : "GPU -> host -> board", count_,
+				 format_size(size_).c_str(), count_ == 2 ? "double buffering" : "a pool");
+	}
+	std::string auto_reference() const override { return to_gpu_ ? "min(c2h-umem;hg)" : "min(h2c-umem;gh)"; }
+	std::uint64_t granule() const override { return MP_ENGINE_GRANULE; }
+	void setup(std::uint64_t max_bytes) override
+	{
+		require_gpu();
+		mprace::Board &b = env_.board();
+		mprace::DMAEngine &e = env_.engine();
+		env_.route(MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER);
+		b.setPatternRate(0);
+		bufmgr::MpraceTransfer board_side(b, e, bufmgr::MemoryKind::user);
+		if (to_gpu_)
+			f2g_ = std::make_unique<bufmgr::cuda::FpgaToGpu<bufmgr::MpraceTransfer>>(std::move(board_side), count_, size_);
+		else
+			g2f_ = std::make_unique<bufmgr::cuda::GpuToFpga<bufmgr::MpraceTransfer>>(std::move(board_side), count_, size_);
+		dev_ = DeviceMem(max_bytes);
+	}
+	void transfer(std::uint64_t bytes) override
+	{
+		std::size_t got = to_gpu_ ? f2g_->transfer(dev_.get(), bytes) : g2f_->transfer(dev_.get(), bytes);
+		if (got != bytes)
+			throw std::runtime_error(strprintf("%s: moved %zu of %llu bytes", s_.canonical.c_str(), got,
+							   static_cast<unsigned long long>(bytes)));
+	}
+	bool can_verify() const override { return true; }
+	bool verify(std::uint64_t bytes, std::string *why) override
+	{
+		mprace::Board &b = env_.board();
+		std::uint32_t seed = next_seed();
+		if (to_gpu_) {
+			cuda_check(cudaMemset(dev_.get(), 0, bytes), "cudaMemset");
+			b.setPatternSeed(seed);
+			transfer(bytes);
+			return gpu_check(dev_.get(), bytes, seed, why);
+		}
+		gpu_fill(dev_.get(), bytes, seed);
+		b.resetChecker(seed);
+		transfer(bytes);
+		return checker_ok(env_, bytes, why);
+	}
+	void teardown() override
+	{
+		f2g_.reset();
+		g2f_.reset();
+		dev_ = DeviceMem();
+	}
+
+	static constexpr unsigned kDefaultCount = 4;
+	static constexpr std::size_t kDefaultSize = 4u << 20;
+
+private:
+	ModeSpec s_;
+	Env &env_;
+	bool to_gpu_ = true;
+	unsigned count_ = 0;
+	std::size_t size_ = 0;
+	std::unique_ptr<bufmgr::cuda::FpgaToGpu<bufmgr::MpraceTransfer>> f2g_;
+	std::unique_ptr<bufmgr::cuda::GpuToFpga<bufmgr::MpraceTransfer>> g2f_;
+	DeviceMem dev_;
+};
+
 } // namespace
 
 std::unique_ptr<Mode> make_gpu_mode(const ModeSpec &s, Env &env)
@@ -278,7 +366,7 @@ std::unique_ptr<Mode> make_gpu_mode(const ModeSpec &s, Env &env)
 		return std::make_unique<CopyMode>(s.gpu == "hg");
 	if (s.gpu == "fi-serial" || s.gpu == "gi-serial")
 		return std::make_unique<SerialMode>(s.gpu == "fi-serial", env);
-	throw Unavailable("mode " + s.canonical + ": the pipelined GPU stage of libbufmgr is not available yet");
+	return std::make_unique<PipeMode>(s, env);
 }
 
 } // namespace dmabench

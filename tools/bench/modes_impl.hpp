@@ -48,6 +48,12 @@ std::unique_ptr<Mode> make_gpu_mode(const ModeSpec &s, Env &env);
 void fill_pattern(void *buf, std::uint64_t bytes, std::uint32_t seed);
 std::int64_t check_pattern(const void *buf, std::uint64_t bytes, std::uint32_t seed);
 
+// After an H2C transfer of `bytes` of the counter pattern into the engine's checker (reset to
+// the pattern's seed before): true when it counted every word and found no mismatch; else
+// false with *why. The counters may trail the completion record by a moment: it waits up to
+// 200 ms for them (env.cpp).
+bool checker_ok(Env &env, std::uint64_t bytes, std::string *why);
+
 } // namespace dmabench
 
 #endif
