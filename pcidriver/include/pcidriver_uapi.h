@@ -251,9 +251,10 @@ struct pcidriver_umem_sync {
  * last waited on or cleared it (or since open). Out: count, the number of events since then
  * (>= 1, saturated at 0xffffffff). Every open file sees every event.
  * timeout_ms 0 checks without sleeping; PCIDRIVER_WAIT_FOREVER waits without limit.
- * With INTx the driver masks the interrupt (PCI command register) when it fires and unmasks
- * it at the next IRQ_WAIT or IRQ_CLEAR of any file: acknowledge the device before waiting
- * again; a still-asserted INTx is counted as a new event then.
+ * With INTx the driver masks the interrupt (PCI command register) when it fires, and unmasks
+ * it when a file calls IRQ_CLEAR, or IRQ_WAIT while it has no unreported event (it has
+ * handled all it was told): acknowledge the device before waiting again; an INTx still
+ * asserted at that point is counted as a new event.
  * Errors: EINVAL source >= irq_count; ETIMEDOUT no event within timeout_ms; EINTR a signal
  * arrived (the call is never restarted, whatever SA_RESTART says); ENODEV the device was
  * removed, also while waiting.

@@ -44,7 +44,9 @@ static irqreturn_t pcidrv_intx_handler(int irq, void *data)
 
 /*
  * Unmask INTx if the handler masked it. If the device still asserts it (not acknowledged yet),
- * it stays masked and counts as a new event, as vfio-pci does.
+ * it stays masked and counts as a new event, as vfio-pci does. Called when a file says it has
+ * handled what it was told: IRQ_CLEAR, or IRQ_WAIT with no unreported event (so that an
+ * interrupt that fired just before the wait is reported once, not twice).
  */
 static void pcidrv_intx_unmask(struct pcidrv_dev *pd)
 {
@@ -211,7 +213,8 @@ int pcidrv_ioctl_irq_wait(struct pcidrv_file *f, struct pcidriver_irq_wait __use
 		srcu_read_unlock(&pd->srcu, idx);
 		return -EINVAL;
 	}
-	pcidrv_intx_unmask(pd);
+	if (atomic64_read(&pd->irqs[req.source].count) == atomic64_read(&f->irq_seen[req.source]))
+		pcidrv_intx_unmask(pd);
 	srcu_read_unlock(&pd->srcu, idx);
 
 	src = &pd->irqs[req.source];

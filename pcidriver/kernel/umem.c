@@ -183,9 +183,23 @@ static int pcidrv_sg_emit(void *ctx, u32 index, u64 addr, u64 len)
 
 /* ---------------------------------------------------------------- ioctls */
 
+/* pin_user_pages() lost its vmas argument in 6.5. */
+static long pcidrv_pin_pages(unsigned long start, unsigned long nr, unsigned int gup_flags,
+			     struct page **pages)
+{
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 5, 0)
+	return pin_user_pages(start, nr, gup_flags, pages, NULL);
+#else
+	return pin_user_pages(start, nr, gup_flags, pages);
+#endif
+}
+
 /*
  * Pin [vaddr, vaddr + size) a page of page pointers at a time, appending to um->sgt. Every
  * chunk but the last ends on a page boundary, as sg_alloc_append_table_from_pages() needs.
+ * The slow path (pin_user_pages under mmap_lock) checks every VMA: VM_IO and VM_PFNMAP
+ * mappings, such as BARs and kmem of this driver, fail with -EFAULT. pin_user_pages_fast()
+ * would pin kmem pages that an IOMMU's dma_mmap_coherent() inserted as normal pages.
  */
 static int pcidrv_umem_pin(struct pcidrv_umem *um, unsigned long vaddr, unsigned long npages)
 {
@@ -195,6 +209,7 @@ static int pcidrv_umem_pin(struct pcidrv_umem *um, unsigned long vaddr, unsigned
 	unsigned int gup_flags = FOLL_LONGTERM;
 	unsigned int offset = offset_in_page(vaddr);
 	unsigned long cur = vaddr & PAGE_MASK;
+	struct mm_struct *mm = current->mm;
 	u64 bytes = 0, excess;
 	struct page **pages;
 	struct scatterlist *last;
@@ -207,20 +222,22 @@ static int pcidrv_umem_pin(struct pcidrv_umem *um, unsigned long vaddr, unsigned
 		return -ENOMEM;
 
 	while (npages) {
-		int n = min_t(unsigned long, npages, PAGE_SIZE / sizeof(struct page *));
-		int pinned;
+		unsigned long n = min_t(unsigned long, npages, PAGE_SIZE / sizeof(struct page *));
+		long pinned;
 
 		if (fatal_signal_pending(current)) {
 			ret = -EINTR;
 			break;
 		}
-		pinned = pin_user_pages_fast(cur, n, gup_flags, pages);
+		mmap_read_lock(mm);
+		pinned = pcidrv_pin_pages(cur, n, gup_flags, pages);
+		mmap_read_unlock(mm);
 		if (pinned <= 0) {
 			ret = pinned ? pinned : -EFAULT;
 			break;
 		}
 		npages -= pinned;
-		cur += (unsigned long)pinned << PAGE_SHIFT;
+		cur += pinned << PAGE_SHIFT;
 		/* whole pages; the tail of the last page is trimmed below */
 		ret = sg_alloc_append_table_from_pages(&um->sgt, pages, pinned, offset,
 						       ((u64)pinned << PAGE_SHIFT) - offset,
