@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0
+// CUDA kernels that fill and check the counter pattern in GPU memory (see gpu_pattern.h).
+#include <cstdint>
+
+#include "gpu_pattern.h"
+
+namespace {
+
+__global__ void fill_kernel(std::uint32_t *d, std::size_t nwords, std::uint32_t seed)
+{
+	for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < nwords;
+	     i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+		d[i] = seed + static_cast<std::uint32_t>(i);
+}
+
+__global__ void check_kernel(const std::uint32_t *d, std::size_t nwords, std::uint32_t seed,
+			     unsigned long long *bad, unsigned long long *first)
+{
+	unsigned long long mine = 0;
+	for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < nwords;
+	     i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+		if (d[i] != seed + static_cast<std::uint32_t>(i)) {
+			++mine;
+			atomicMin(first, static_cast<unsigned long long>(i));
+		}
+	if (mine)
+		atomicAdd(bad, mine);
+}
+
+unsigned int blocks_for(std::size_t nwords)
+{
+	const std::size_t b = (nwords + 255) / 256;
+	return static_cast<unsigned int>(b < 4096 ? (b ? b : 1) : 4096);
+}
+
+} // namespace
+
+cudaError_t gpu_fill_pattern(void *d, std::size_t bytes, std::uint32_t seed)
+{
+	const std::size_t n = bytes / 4;
+	fill_kernel<<<blocks_for(n), 256>>>(static_cast<std::uint32_t *>(d), n, seed);
+	cudaError_t e = cudaGetLastError();
+	return e != cudaSuccess ? e : cudaDeviceSynchronize();
+}
+
+cudaError_t gpu_check_pattern(const void *d, std::size_t bytes, std::uint32_t seed,
+			      unsigned long long *bad, unsigned long long *first_bad)
+{
+	const std::size_t n = bytes / 4;
+	unsigned long long *counters = nullptr;
+	cudaError_t e = cudaMalloc(&counters, 2 * sizeof(unsigned long long));
+	if (e != cudaSuccess)
+		return e;
+	const unsigned long long init[2] = {0, ~0ull};
+	e = cudaMemcpy(counters, init, sizeof(init), cudaMemcpyHostToDevice);
+	if (e == cudaSuccess) {
+		check_kernel<<<blocks_for(n), 256>>>(static_cast<const std::uint32_t *>(d), n, seed,
+						     counters, counters + 1);
+		e = cudaGetLastError();
+	}
+	unsigned long long out[2] = {0, ~0ull};
+	if (e == cudaSuccess)
+		e = cudaMemcpy(out, counters, sizeof(out), cudaMemcpyDeviceToHost);
+	cudaFree(counters);
+	*bad = out[0];
+	*first_bad = out[1];
+	return e;
+}

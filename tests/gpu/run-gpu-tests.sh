@@ -1,0 +1,98 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Builds and runs the GPU tests and figures of the CUDA stage on a machine with a GPU, nvcc,
+# a C/C++ compiler and Boost headers; no configure, no libcheck needed:
+#
+#   tests/gpu/run-gpu-tests.sh
+#
+# Builds libpcidriver (with the virtual board) and libmprace from the sources their Makefile
+# fragments list, the GPU tests and bufmgr_bench, into $BUILD (default: build-gpu/ in the
+# source tree); then runs
+#   test_gpu_refuse   kernel-memory buffers refused before any CUDA call
+#   test_gpu_stage    FPGA -> host -> GPU and back, data checked on the GPU and by the board
+#   bench_gpu_stage   board alone / serial fill-then-copy / relay, MB/s (figures)
+#   bufmgr_bench      the buffer algorithms on emu:link=gen3x8 (figures; needs no GPU)
+# Figures also go to CSV/text files in $BUILD/results (and $OUT, if set, e.g. by a CI runner).
+# Exit status: 0 if every test passed (or skipped: no GPU), 1 otherwise.
+# Environment: NVCC, CUDA_HOME, CC, CXX, BUILD, JOBS, SKIP_BENCH=1 (tests only).
+set -eu
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=${BUILD:-$top/build-gpu}
+NVCC=${NVCC:-$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)}
+cuda_home=${CUDA_HOME:-$(dirname "$(dirname "$NVCC")")}
+CC=${CC:-gcc}
+CXX=${CXX:-g++}
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 4)}
+[ -x "$NVCC" ] || { echo "run-gpu-tests: nvcc not found (set NVCC or CUDA_HOME)" >&2; exit 1; }
+mkdir -p "$build/obj" "$build/results"
+cd "$top"
+
+# The library sources, as the automake fragments list them (continuation lines joined).
+sources() { # FILE... -> the .c/.cpp words of the *_SOURCES assignments in them
+	for f in "$@"; do
+		[ -f "$f" ] && sed -e ':a' -e '/\\$/N; s/\\\n/ /; ta' "$f"
+	done | grep -E '^[a-z_]+_la_SOURCES[[:space:]]*\+?=' | tr ' \t' '\n\n' | grep -E '\.(c|cpp)$' || true
+}
+pd_srcs=$(sources pcidriver/lib/Makefile.am pcidriver/lib/emu/Makefile.inc | sed 's|^|pcidriver/lib/|')
+mp_srcs=$(sources libmprace/Makefile.am libmprace/src/Makefile.inc | sed 's|^|libmprace/|')
+
+# A small makefile, so that the build runs in parallel and only redoes what changed.
+mk=$build/Makefile
+{
+	echo "CC = $CC"
+	echo "CXX = $CXX"
+	echo "NVCC = $NVCC"
+	echo "TOP = $top"
+	echo "CPPFLAGS = -D_GNU_SOURCE -I\$(TOP)/pcidriver/lib -I\$(TOP)/pcidriver/include -I\$(TOP)/libmprace/include -I\$(TOP)/libbufmgr/include -I\$(TOP)/tests/gpu -I$cuda_home/include"
+	echo "CFLAGS = -std=gnu11 -O2 -g -pthread"
+	echo "CXXFLAGS = -std=c++17 -O2 -g -pthread -Wall"
+	echo "NVCCFLAGS = -std=c++17 -O2 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90"
+	echo "LIBS = -L$cuda_home/lib64 -L$cuda_home/targets/x86_64-linux/lib -lcudart_static -ldl -lrt -lpthread -lm"
+	objs=
+	for s in $pd_srcs $mp_srcs; do
+		o=obj/$(echo "$s" | tr '/' '_' | sed 's/\.[a-z]*$/.o/')
+		objs="$objs $o"
+		case $s in
+		*.c) echo "$o: \$(TOP)/$s; \$(CC) \$(CPPFLAGS) \$(CFLAGS) -I\$(TOP)/$(dirname "$s") -MMD -c -o \$@ \$<" ;;
+		*.cpp) echo "$o: \$(TOP)/$s; \$(CXX) \$(CPPFLAGS) \$(CXXFLAGS) -I\$(TOP)/$(dirname "$s") -MMD -c -o \$@ \$<" ;;
+		esac
+	done
+	echo "LIBOBJS =$objs"
+	echo "all: test_gpu_refuse test_gpu_stage bench_gpu_stage bufmgr_bench"
+	echo "obj/gpu_pattern.o: \$(TOP)/tests/gpu/gpu_pattern.cu \$(TOP)/tests/gpu/gpu_pattern.h; \$(NVCC) \$(NVCCFLAGS) -c -o \$@ \$<"
+	for t in test_gpu_refuse test_gpu_stage bench_gpu_stage; do
+		echo "$t: \$(TOP)/tests/gpu/$t.cpp obj/gpu_pattern.o \$(LIBOBJS); \$(CXX) \$(CPPFLAGS) \$(CXXFLAGS) -MMD -o \$@ \$< obj/gpu_pattern.o \$(LIBOBJS) \$(LIBS)"
+	done
+	echo "bufmgr_bench: \$(TOP)/libbufmgr/bench/bufmgr_bench.cpp \$(LIBOBJS); \$(CXX) \$(CPPFLAGS) \$(CXXFLAGS) -MMD -o \$@ \$< \$(LIBOBJS) -lpthread -lm"
+	echo "-include obj/*.d *.d"
+} >"$mk"
+echo "== build in $build (nvcc: $NVCC)"
+make -s -C "$build" -j"$jobs" all
+
+status=0
+run_test() {
+	echo "== $1"
+	rc=0
+	"$build/$1" || rc=$?
+	case $rc in
+	0) echo "== $1: PASS" ;;
+	77) echo "== $1: SKIP (no GPU)" ;;
+	*) echo "== $1: FAIL (exit $rc)"; status=1 ;;
+	esac
+}
+run_test test_gpu_refuse
+run_test test_gpu_stage
+
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+	echo "== bench_gpu_stage (figures)"
+	"$build/bench_gpu_stage" 256 | tee "$build/results/bench_gpu_stage.txt" || true
+	echo "== bufmgr_bench on emu:link=gen3x8 (figures)"
+	"$build/bufmgr_bench" --csv "$build/results/bufmgr_bench_gen3x8.csv" | tee "$build/results/bufmgr_bench_gen3x8.txt" || true
+	"$build/bufmgr_bench" --double 128K --min 1M --max 64M --csv "$build/results/bufmgr_bench_gen3x8_db128k.csv" \
+		| tee "$build/results/bufmgr_bench_gen3x8_db128k.txt" || true
+	if [ -n "${OUT:-}" ]; then
+		mkdir -p "$OUT" && cp "$build"/results/* "$OUT"/
+	fi
+fi
+echo "== run-gpu-tests: $([ $status = 0 ] && echo PASS || echo FAIL)"
+exit $status
