@@ -422,7 +422,7 @@ START_TEST(test_umem_layouts)
 {
 	static const char *const names[] = { "emu:sg=merged", "emu:sg=pages", "emu:sg=random" };
 	const size_t size = 64 * 4096 + 1000, off = 100;
-	uint8_t *buf = aligned_alloc(4096, size + 4096);
+	uint8_t *buf = aligned_alloc(4096, 66 * 4096);
 	struct pd_sg_entry *sg;
 	pd_umem *um;
 	struct eb b;

@@ -123,7 +123,7 @@ END_TEST
 static void c2h_umem(const char *name)
 {
 	const size_t size = (1u << 20) + 4092, off = 4;
-	uint8_t *mem = aligned_alloc(4096, size + 8192), *buf = mem + off;
+	uint8_t *mem = aligned_alloc(4096, (1u << 20) + 3 * 4096), *buf = mem + off;
 	struct pd_sg_entry *sg;
 	struct eb b;
 	struct ering r;

@@ -16,7 +16,8 @@
 struct rig {
 	struct eb b;
 	struct ering rc, rh;
-	pd_kmem *km;
+	pd_kmem *km;      /* C2H writes it, H2C reads it: never both at once */
+	pd_kmem *kh;      /* H2C source for the tests that run both channels at once */
 };
 
 static void rig_open(struct rig *g, const char *name)
@@ -25,6 +26,7 @@ static void rig_open(struct rig *g, const char *name)
 	ering_init(&g->b, &g->rc, MP_CH_C2H, 64);
 	ering_init(&g->b, &g->rh, MP_CH_H2C, 64);
 	ck_assert_int_eq(pd_kmem_alloc(g->b.dev, 65536, &g->km), 0);
+	ck_assert_int_eq(pd_kmem_alloc(g->b.dev, 65536, &g->kh), 0);
 	set_test(&g->b, MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER);
 	run(&g->b, MP_CH_C2H);
 	run(&g->b, MP_CH_H2C);
@@ -246,6 +248,7 @@ struct stream {
 	uint32_t count;
 	int timeouts;
 	uint32_t seen;   /* records scanned (the producer reuses only those slots) */
+	uint32_t queued; /* descriptors the producer has queued */
 };
 
 static void *produce(void *arg)
@@ -254,10 +257,11 @@ static void *produce(void *arg)
 	uint32_t n;
 
 	for (n = 0; n < s->count; n++) {
-		while (s->g->rh.tail - __atomic_load_n(&s->seen, __ATOMIC_ACQUIRE) >= s->g->rh.size)
+		while (n - __atomic_load_n(&s->seen, __ATOMIC_ACQUIRE) >= s->g->rh.size)
 			sleep_us(50);
-		ering_put(&s->g->b, &s->g->rh, pd_kmem_bus_addr(s->g->km), 4096 + 4 * (n % 64),
+		ering_put(&s->g->b, &s->g->rh, pd_kmem_bus_addr(s->g->kh), 4096 + 4 * (n % 64),
 			  MP_DESC_CTRL_IRQ_MASK);
+		__atomic_store_n(&s->queued, n + 1, __ATOMIC_RELEASE);
 		if (n % 7 == 0)
 			sleep_us(200);
 	}
@@ -274,7 +278,7 @@ START_TEST(test_clear_then_scan)
 
 	rig_open(&g, "emu:link=gen2x4,msi=4");
 	wr(&g.b, MP_REG_IRQ_ENABLE, H2C_DONE);
-	s = (struct stream){ &g, 600, 0, 0 };
+	s = (struct stream){ &g, 600, 0, 0, 0 };
 	ck_assert_int_eq(pthread_create(&t, NULL, produce, &s), 0);
 	while (seen < s.count) {
 		rc = pd_irq_wait(g.b.dev, MP_IRQ_H2C_DONE_VECTOR, 2000);
@@ -283,7 +287,7 @@ START_TEST(test_clear_then_scan)
 		else
 			ck_assert_int_gt(rc, 0);
 		wr(&g.b, MP_REG_IRQ_STATUS, H2C_DONE);
-		tail = __atomic_load_n(&g.rh.tail, __ATOMIC_ACQUIRE);
+		tail = __atomic_load_n(&s.queued, __ATOMIC_ACQUIRE);
 		while (seen < tail && (rec_status(&g.rh, seen) & MP_DESC_RESULT_STATUS_DONE_MASK))
 			__atomic_store_n(&s.seen, ++seen, __ATOMIC_RELEASE);
 		ck_assert_int_lt(s.timeouts, 3);

@@ -16,6 +16,14 @@
 
 #include "test_emu_util.h"
 
+/* Sanitizer builds copy and compare memory several times slower: only the lower bounds (and
+ * the properties that do not depend on CPU speed) are checked there. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#else
+#define SANITIZED 0
+#endif
+
 /* The documented model: lat + (payload + TLP overhead * TLPs) / raw rate, TLPs cut at
  * MPS-aligned bus addresses; raw rate = lanes * GT/s * encoding / 8. */
 static double model_ns(unsigned int gen, unsigned int lanes, unsigned int ch, uint32_t mps,
@@ -87,6 +95,8 @@ static void expect_lower(double got, double model, const char *what)
 
 static void expect_upper(double best, double model, const char *what)
 {
+	if (SANITIZED)
+		return;
 	ck_assert_msg(best <= 1.5 * model + 3e6,
 		      "%s: best of %d runs %.0f us, slower than the model (%.0f us)", what, REPS,
 		      best / 1e3, model / 1e3);
@@ -207,7 +217,7 @@ START_TEST(test_full_duplex)
 			best = both;
 	}
 	/* serial would take mc + mh */
-	ck_assert_msg(best < 0.75 * (mc + mh), "both directions took %.0f us at best: not "
+	ck_assert_msg(SANITIZED || best < 0.75 * (mc + mh), "both directions took %.0f us at best: not "
 		      "concurrent (each alone %.0f us)", best / 1e3, mc / 1e3);
 	eb_close(&g.b);
 }
@@ -237,7 +247,7 @@ START_TEST(test_latency)
 		if (t < best)
 			best = t;
 	}
-	ck_assert_msg(best < 4 * 500e3, "10 queued descriptors in %.0f us at best: latency "
+	ck_assert_msg(SANITIZED || best < 4 * 500e3, "10 queued descriptors in %.0f us at best: latency "
 		      "not overlapped", best / 1e3);
 	eb_close(&g.b);
 }
@@ -292,7 +302,7 @@ START_TEST(test_no_busy_core)
 		sleep_us(2000);
 	cpu = cpu_ns() - c0;
 	wall = (double)now_ns() - w0;
-	ck_assert_msg(cpu < 0.5 * wall, "%.1f ms of CPU in %.1f ms of transfer", cpu / 1e6,
+	ck_assert_msg(SANITIZED || cpu < 0.5 * wall, "%.1f ms of CPU in %.1f ms of transfer", cpu / 1e6,
 		      wall / 1e6);
 	/* idle, both channels RUNNING without work: nothing spins */
 	sleep_us(10000);

@@ -220,19 +220,6 @@ static inline bool wait_busy(struct eb *b, unsigned int ch, unsigned int ms)
 	return false;
 }
 
-/* Polls until the 32-bit word at p differs from `old` (data has started to arrive). */
-static inline bool wait_word_changes(const void *p, uint32_t old, unsigned int ms)
-{
-	uint64_t end = now_ns() + (uint64_t)ms * 1000000u;
-
-	do {
-		if (__atomic_load_n((const uint32_t *)p, __ATOMIC_RELAXED) != old)
-			return true;
-		sleep_us(20);
-	} while (now_ns() < end);
-	return false;
-}
-
 static inline bool wait_head(struct eb *b, unsigned int ch, uint32_t head, unsigned int ms)
 {
 	uint64_t end = now_ns() + (uint64_t)ms * 1000000u;

@@ -680,9 +680,18 @@ static bool write_record(struct emu_chan *ch, uint64_t slot, uint32_t bytes, uin
 
 	emu_iommu_reader_lock(mmu, ch->idx);
 	n = emu_iommu_xlat(mmu, slot + MP_DESC_RESULT_BYTES, 8, EMU_ACC_WRITE, &p);
-	if (n == 8)
+	if (n == 8) {
+		/*
+		 * For ThreadSanitizer only: it pairs release and acquire per address, so a reader
+		 * that polls RESULT_STATUS alone with a 32-bit acquire load would not see the
+		 * 64-bit store below as a release. This release store of the value software left
+		 * there (0: words 4-5 are cleared before queueing) publishes the data at that
+		 * address first; it changes nothing a reader can observe.
+		 */
+		__atomic_store_n((uint32_t *)(void *)(p + 4), 0, __ATOMIC_RELEASE);
 		__atomic_store_n((uint64_t *)(void *)p, (uint64_t)bytes | (uint64_t)status << 32,
 				 __ATOMIC_RELEASE);
+	}
 	emu_iommu_reader_unlock(mmu, ch->idx);
 	return n == 8;
 }
