@@ -136,7 +136,7 @@ uint32_t pd_kmem_id(const pd_kmem *km);
 enum pd_dma_dir { PD_DMA_TO_DEVICE = 1, PD_DMA_FROM_DEVICE = 2, PD_DMA_BIDIRECTIONAL = 3 };
 enum pd_sync_dir { PD_SYNC_FOR_CPU = 1, PD_SYNC_FOR_DEVICE = 2 };
 
-#define PD_UMEM_MAX_SIZE ((size_t)64 << 30)
+#define PD_UMEM_MAX_SIZE ((uint64_t)64 << 30) /* uint64_t: 64 GiB does not fit a 32-bit size_t */
 
 struct pd_sg_entry {
 	uint64_t bus_addr;
