@@ -12,7 +12,7 @@
 # atomic". A check that never reported (crash, hang) is a failure.
 #
 # Environment (set by tests/kernel/Makefile.am): QEMU, CPIO, BUSYBOX, KERNEL_RELEASE, KMOD
-# (pcidriver.ko), PDTEST (the guest program). Optional: PCIDRIVER_QEMU_CONFIGS (a subset of
+# (pcidriver.ko), PDTEST (the guest program), PDTEST32 (its 32-bit part, optional). Optional: PCIDRIVER_QEMU_CONFIGS (a subset of
 # "plain iommu swiotlb"), PCIDRIVER_QEMU_GROUPS (a subset of the groups, for debugging),
 # PCIDRIVER_QEMU_TIMEOUT (seconds per boot, default 240), PCIDRIVER_QEMU_SMP (default 2).
 # Logs of every boot are kept in ./qemu-logs.
@@ -20,7 +20,7 @@ set -u
 
 CONFIGS=${PCIDRIVER_QEMU_CONFIGS:-"plain iommu swiotlb"}
 PDT_GROUPS=${PCIDRIVER_QEMU_GROUPS:-"load info bar config kmem umem irq twodev ownership lifetime \
-unpriv badinput unbind reload intx unload"}
+unpriv badinput compat32 unbind reload intx unload"}
 TIMEOUT=${PCIDRIVER_QEMU_TIMEOUT:-240}
 SMP=${PCIDRIVER_QEMU_SMP:-2}
 DMESG_BAD='BUG|WARNING|Oops|refcount|scheduling while atomic'
@@ -58,6 +58,10 @@ mkdir -p "$root/bin" "$root/dev" "$root/proc" "$root/sys" "$root/tmp" "$root/etc
 cp "$BUSYBOX" "$root/bin/busybox"
 cp "$KMOD" "$root/pcidriver.ko"
 cp "$PDTEST" "$root/pdtest"
+# optional: without it the compat32 checks report SKIP
+if [ -n "${PDTEST32:-}" ] && [ -x "$PDTEST32" ]; then
+	cp "$PDTEST32" "$root/pdtest32"
+fi
 # the shared libraries, at the paths the dynamic linker (and pdtest's RUNPATH) will look at
 ldd "$PDTEST" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i }' |
 while read -r lib; do
@@ -125,15 +129,23 @@ for cfg in $CONFIGS; do
 			if ($0 ~ /^=== PDTEST BEGIN/) { on = 1; next }
 			if ($0 ~ /^=== PDTEST END/) { on = 0; next }
 			if (!on) next
-			if ($0 ~ /^ok - /) { name = substr($0, 6); res[name] = "ok"; last = name; next }
-			if ($0 ~ /^not ok - /) { name = substr($0, 10); res[name] = "not ok"; last = name; next }
+			if ($0 ~ /^(not )?ok - /) {
+				ok = $0 ~ /^ok/
+				name = substr($0, ok ? 6 : 10)
+				dir = ""
+				if ((i = index(name, " # ")) > 0) { dir = substr(name, i); name = substr(name, 1, i - 1) }
+				res[name] = ok ? "ok" : "not ok"
+				directive[name] = dir
+				last = name
+				next
+			}
 			if ($0 ~ /^#/ && last != "") diag[last] = diag[last] "# [" cfg "] " substr($0, 3) "\n"
 			next
 		}
 		{
 			n++
 			if ($0 in res) {
-				printf "%s %d - %s: %s\n", res[$0], n, cfg, $0
+				printf "%s %d - %s: %s%s\n", res[$0], n, cfg, $0, directive[$0]
 				if (res[$0] != "ok") printf "%s", diag[$0]
 			} else {
 				printf "not ok %d - %s: %s # no result (guest crashed or timed out)\n", n, cfg, $0
