@@ -5,7 +5,8 @@
 -- dword are dropped, tlast with them. A full ring or a full queue of packet ends holds off the
 -- source (s_tready = '0'); that is also the loopback FIFO stalling H2C.
 -- wr_commit trails the writes by a clock so that the write engine never reads a position in
--- the clock it is written.
+-- the clock it is written; it moves in the same clock as the packet end of those writes
+-- appears at eop_pos, which the write engine relies on to never miss a packet end.
 -- Spec: docs/dma-engine.md sections 4 ("ends early when the user stream marks the end of a
 -- packet") and 7 (loopback).
 library ieee;

@@ -81,11 +81,18 @@ architecture rtl of mprace_dma_rd is
 
   constant TAG_W_c : natural := log2ceil(tag_count_g);
 
-  type pos_arr_t  is array (0 to tag_count_g-1) of pos_t;
-  type len_arr_t  is array (0 to tag_count_g-1) of unsigned(12 downto 0);
   type err_arr_t  is array (0 to tag_count_g-1) of std_logic_vector(3 downto 0);
-  type hdr_arr_t  is array (0 to tag_count_g-1) of unsigned(6 downto 0);
-  type dat_arr_t  is array (0 to tag_count_g-1) of unsigned(9 downto 0);
+
+  -- what a tag remembers about its request (a small RAM, written when the tag is issued)
+  type tag_entry_r is record
+    pos  : pos_t;                    -- ring position of the first byte
+    len  : unsigned(12 downto 0);    -- bytes
+    hdr  : unsigned(6 downto 0);     -- completion headers reserved
+    data : unsigned(9 downto 0);     -- completion data credits reserved
+  end record;
+  constant TAG_ENTRY_INIT_c : tag_entry_r := (pos => (others => '0'), len => (others => '0'),
+    hdr => (others => '0'), data => (others => '0'));
+  type tag_mem_t is array (0 to tag_count_g-1) of tag_entry_r;
 
   type two_process_r is record
     -- job being split into requests
@@ -110,10 +117,9 @@ architecture rtl of mprace_dma_rd is
     t_done    : std_logic_vector(0 to tag_count_g-1);
     t_disc    : std_logic_vector(0 to tag_count_g-1);
     t_err     : err_arr_t;
-    t_pos     : pos_arr_t;
-    t_len     : len_arr_t;
-    t_hdr     : hdr_arr_t;
-    t_data    : dat_arr_t;
+    tw_en     : std_logic;                 -- write tw_entry to the tag table
+    tw_tag    : natural range 0 to tag_count_g-1;
+    tw_entry  : tag_entry_r;
     hdr_used  : unsigned(7 downto 0);
     data_used : unsigned(10 downto 0);
     -- completion in progress
@@ -138,15 +144,15 @@ architecture rtl of mprace_dma_rd is
     p_data => (others => '0'), req_valid => '0', req_addr => (others => '0'),
     req_dw => (others => '0'), req_tag => 0, push => '0', push_tag => (others => '0'),
     t_busy => (others => '0'), t_done => (others => '0'), t_disc => (others => '0'),
-    t_err => (others => (others => '0')), t_pos => (others => (others => '0')),
-    t_len => (others => (others => '0')), t_hdr => (others => (others => '0')),
-    t_data => (others => (others => '0')), hdr_used => (others => '0'),
+    t_err => (others => (others => '0')), tw_en => '0', tw_tag => 0,
+    tw_entry => TAG_ENTRY_INIT_c, hdr_used => (others => '0'),
     data_used => (others => '0'), c_tag => 0, c_act => '0', c_wr => '0', c_pos => (others => '0'),
     w_en => (others => '0'), w_pos => (others => '0'), w_data => (others => '0'),
     ready_pos => (others => '0'), err_valid => '0', err_pos => (others => '0'),
     err_code => (others => '0'), seen => '0');
 
   signal r, r_next   : two_process_r := R_INIT_c;
+  signal tags        : tag_mem_t := (others => TAG_ENTRY_INIT_c);
   signal ord_valid   : std_logic;
   signal ord_ready   : std_logic;
   signal ord_data    : std_logic_vector(TAG_W_c-1 downto 0);
@@ -180,6 +186,7 @@ begin
     v := r;
     v.push := '0';
     v.seen := '0';
+    v.tw_en := '0';
     v.w_en := (others => '0');
     hdr_add := (others => '0');
     hdr_sub := (others => '0');
@@ -187,7 +194,7 @@ begin
     dat_sub := (others => '0');
 
     ------------------------------------------------------------------ plan the next request
-    mrrs := resize(shift_left(link.mrrs_dw, 2), 13);
+    mrrs := shift_left(resize(link.mrrs_dw, 13), 2);
     len := mrrs - (r.j_addr(12 downto 0) and (mrrs - 1));
     len := resize(umin(resize(len, DESC_LEN_BYTES_WIDTH_c), r.j_rem), 13);
     v.p_len := len;
@@ -227,10 +234,9 @@ begin
       v.t_done(free) := '0';
       v.t_disc(free) := '0';
       v.t_err(free)  := (others => '0');
-      v.t_pos(free)  := r.j_pos;
-      v.t_len(free)  := r.p_len;
-      v.t_hdr(free)  := r.p_hdr;
-      v.t_data(free) := r.p_data;
+      v.tw_en        := '1';
+      v.tw_tag       := free;
+      v.tw_entry     := (pos => r.j_pos, len => r.p_len, hdr => r.p_hdr, data => r.p_data);
       hdr_add := resize(r.p_hdr, 8);
       dat_add := resize(r.p_data, 11);
       v.j_addr := r.j_addr + r.p_len;
@@ -275,7 +281,7 @@ begin
             end if;
             -- payload dword k of this completion is in lane k+3 and goes to position
             -- t_pos + (t_len - byte count)/4 + k
-            v.c_pos := r.t_pos(t) + shift_right(r.t_len(t) - cpl_bytes, 2) - 3;
+            v.c_pos := tags(t).pos + shift_right(tags(t).len - cpl_bytes, 2) - 3;
           end if;
         end if;
       else
@@ -290,8 +296,8 @@ begin
       if cpl_eop = '1' and cpl_done = '1' and v.c_act = '1' then
         h := v.c_tag;
         v.t_done(h) := '1';
-        hdr_sub := resize(r.t_hdr(h), 8);
-        dat_sub := resize(r.t_data(h), 11);
+        hdr_sub := resize(tags(h).hdr, 8);
+        dat_sub := resize(tags(h).data, 11);
         if r.t_disc(h) = '1' then
           v.t_busy(h) := '0';
         end if;
@@ -310,7 +316,7 @@ begin
     if ord_valid = '1' and r.t_done(h) = '1' and r.t_disc(h) = '0' and r.err_valid = '0' then
       if r.t_err(h) /= RC_ERR_NONE_c then
         v.err_valid := '1';
-        v.err_pos   := r.t_pos(h);
+        v.err_pos   := tags(h).pos;
         if r.t_err(h) = RC_ERR_TIMEOUT_c then
           v.err_code := code(ERR_TIMEOUT_c);
         else
@@ -318,7 +324,7 @@ begin
         end if;
       else
         ord_ready   <= '1';
-        v.ready_pos := r.t_pos(h) + shift_right(r.t_len(h), 2);
+        v.ready_pos := tags(h).pos + shift_right(tags(h).len, 2);
         v.t_busy(h) := '0';
       end if;
     end if;
@@ -374,6 +380,16 @@ begin
   idle      <= '1' when r.j_active = '0' and r.req_valid = '0' and
                         r.t_busy = (r.t_busy'range => '0') else '0';
 
+  -- the tag table: written a clock after the request is issued, long before its completions
+  p_tags : process(clk)
+  begin
+    if rising_edge(clk) then
+      if r.tw_en = '1' then
+        tags(r.tw_tag) <= r.tw_entry;
+      end if;
+    end if;
+  end process;
+
   p_seq : process(clk)
   begin
     if rising_edge(clk) then
@@ -383,6 +399,7 @@ begin
         r.p_ok      <= '0';
         r.req_valid <= '0';
         r.push      <= '0';
+        r.tw_en     <= '0';
         r.t_busy    <= (others => '0');
         r.t_done    <= (others => '0');
         r.t_disc    <= (others => '0');

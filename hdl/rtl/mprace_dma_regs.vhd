@@ -67,7 +67,6 @@ architecture rtl of mprace_dma_regs is
     rdata      : std_logic_vector(31 downto 0);
     rvalid     : std_logic;
     scratch    : std_logic_vector(31 downto 0);
-    cycle      : unsigned(63 downto 0);
     cycle_hi   : std_logic_vector(31 downto 0);
     irq_status : std_logic_vector(2 downto 0);
     irq_enable : std_logic_vector(2 downto 0);
@@ -95,7 +94,7 @@ architecture rtl of mprace_dma_regs is
   end record;
   constant R_INIT_c : two_process_r := (
     rdata => (others => '0'), rvalid => '0', scratch => (others => '0'),
-    cycle => (others => '0'), cycle_hi => (others => '0'), irq_status => (others => '0'),
+    cycle_hi => (others => '0'), irq_status => (others => '0'),
     irq_enable => (others => '0'), test_ctrl => (others => '0'), test_wr => '0',
     pg_seed => (others => '0'), pg_seed_wr => '0', pg_rate => (others => '0'),
     ck_seed => (others => '0'), ck_seed_wr => '0', soft_reset => '0',
@@ -106,6 +105,8 @@ architecture rtl of mprace_dma_regs is
     bytes => (others => (others => '0')), bytes_hi => (others => (others => '0')));
 
   signal r, r_next : two_process_r := R_INIT_c;
+  -- the free-running counter lives apart from r: it changes every clock, r rarely does
+  signal cycle     : unsigned(63 downto 0) := (others => '0');
 
   -- a field of a register, placed at its bit position
   function field(val : std_logic_vector; lsb, width : natural) return std_logic_vector is
@@ -140,7 +141,6 @@ begin
     v.soft_reset := '0';
     v.abort      := "00";
     v.creset     := "00";
-    v.cycle      := r.cycle + 1;
     reset        := "00";
 
     a := to_integer(unsigned(reg_addr));
@@ -319,9 +319,9 @@ begin
         when REG_SCRATCH_c =>
           rd := r.scratch;
         when REG_CYCLE_LO_c =>
-          rd := std_logic_vector(r.cycle(31 downto 0));
+          rd := std_logic_vector(cycle(31 downto 0));
           if reg_rd = '1' then
-            v.cycle_hi := std_logic_vector(r.cycle(63 downto 32));
+            v.cycle_hi := std_logic_vector(cycle(63 downto 32));
           end if;
         when REG_CYCLE_HI_c =>
           rd := r.cycle_hi;
@@ -381,6 +381,13 @@ begin
   patgen_rate    <= r.pg_rate;
   check_seed     <= r.ck_seed;
   check_seed_wr  <= r.ck_seed_wr;
+
+  p_cycle : process(clk)
+  begin
+    if rising_edge(clk) then
+      cycle <= cycle + 1;
+    end if;
+  end process;
 
   p_seq : process(clk)
   begin

@@ -105,6 +105,7 @@ architecture rtl of mprace_dma_wr is
     rd_pos     : pos_t;
     -- plan of the next TLP, computed one clock ahead
     plan_ok    : std_logic;
+    commit     : pos_t;                     -- wr_commit seen with the packet ends of the plan
     nlen       : unsigned(10 downto 0);
     nhit       : std_logic;
     eop_pop    : std_logic;
@@ -130,7 +131,7 @@ architecture rtl of mprace_dma_wr is
     clear_pend => '0', flush_pend => '0', cleared => '0', addr => (others => '0'),
     rem_dw => (others => '0'), bytes => (others => '0'), eop => '0', code => (others => '0'),
     rec => '0', rec_addr => (others => '0'), irq => '0', stop => '0', t_rem => (others => '0'),
-    rd_pos => (others => '0'), plan_ok => '0', nlen => (others => '0'), nhit => '0',
+    rd_pos => (others => '0'), plan_ok => '0', commit => (others => '0'), nlen => (others => '0'), nhit => '0',
     eop_pop => '0', s2_valid => '0', s2_kind => Hdr_k, s2_hdr => (others => '0'),
     s2_take => 0, s2_user => (others => '0'), s2_last => '0', s2_rec => (others => '0'),
     issued => (others => '0'), acked => (others => '0'), rep_push => '0',
@@ -211,6 +212,9 @@ begin
     end if;
     v.nlen    := resize(len, 11);
     v.plan_ok := not r.eop_pop;      -- a popped packet end leaves the queue head next clock
+    -- data counted as available must not be newer than the packet ends the plan has seen:
+    -- the source announces both in the same clock
+    v.commit  := wr_commit;
 
     ------------------------------------------------------------------ stage 1
     job_ready <= '0';
@@ -252,7 +256,7 @@ begin
           v.st := Rec_s;
         elsif r.rem_dw = 0 then
           v.st := Rec_s;           -- only after a TLP ended at a packet end exactly
-        elsif r.plan_ok = '1' and credit and wr_commit - next_pos >= r.nlen then
+        elsif r.plan_ok = '1' and credit and r.commit - next_pos >= r.nlen then
           take := to_integer(umin(r.nlen, to_unsigned(4, 11)));
           v.s2_valid := '1';
           v.s2_kind  := Hdr_k;
@@ -433,7 +437,7 @@ begin
   end process;
 
   waiting  <= '1' when r.st = Hdr_s and r.plan_ok = '1' and r.rem_dw /= 0 and
-                       wr_commit - (r.rd_pos + r.t_rem) < r.nlen else '0';
+                       r.commit - (r.rd_pos + r.t_rem) < r.nlen else '0';
   progress <= r.progress;
   idle     <= '1' when r.st = Idle_s and rep_valid = '0' and r.rep_push = '0' and
                        r.ev_valid = '0' else '0';
