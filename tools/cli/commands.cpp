@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <thread>
+#include <unistd.h>
 
 #include "common/units.hpp"
 #include "mprace/spec.h"
@@ -532,9 +533,40 @@ void cmd_mem_free(Session &s, const Args &a)
 		std::printf("buffer %u freed\n", id);
 }
 
+// The kernel driver's counters of the device (/sys/class/pcidriver/fpgaN/, found by the PCI
+// address its `device` link points to): what all processes hold through the driver.
+void print_driver_counters(Session &s)
+{
+	const mprace::BoardInfo &i = s.board().info();
+	if (i.emulated())
+		return;
+	const std::string cls = "/sys/class/pcidriver";
+	for (unsigned n = 0; n < 256; ++n) {
+		std::string dir = cls + "/fpga" + std::to_string(n);
+		char target[4096];
+		ssize_t len = readlink((dir + "/device").c_str(), target, sizeof(target) - 1);
+		if (len < 0)
+			continue;
+		target[len] = '\0';
+		std::string t(target);
+		if (t.substr(t.rfind('/') + 1) != i.name)
+			continue;
+		std::printf("driver (%s):", dir.c_str());
+		for (const char *attr : {"kmem_count", "kmem_bytes", "umem_count", "umem_pinned_bytes"}) {
+			std::ifstream f(dir + "/" + attr);
+			std::string v;
+			if (f >> v)
+				std::printf(" %s %s", attr, v.c_str());
+		}
+		std::printf("\n");
+		return;
+	}
+}
+
 void cmd_mem_list(Session &s, const Args &a)
 {
 	a.max_positionals(0);
+	print_driver_counters(s);
 	if (s.held().empty()) {
 		std::printf("no buffers held by this invocation (mem alloc creates some; they live until it ends)\n");
 		return;
@@ -885,8 +917,9 @@ const std::vector<Command> &commands()
 		{"mem list", "", "list the DMA buffers this invocation holds",
 		 "Shows id, kind, size and bus-address segments of the buffers allocated by 'mem alloc'\n"
 		 "earlier in the same invocation. Buffers of other processes are not visible through\n"
-		 "libpcidriver; on the kernel backend the driver's sysfs directory of the device shows\n"
-		 "its counters (see docs/mprace-cli.md).\n",
+		 "libpcidriver; on the kernel backend the line 'driver (...)' gives the driver's sysfs\n"
+		 "counters of the device (kmem_count, kmem_bytes, umem_count, umem_pinned_bytes) over\n"
+		 "all processes.\n",
 		 cmd_mem_list, {}, {}},
 		{"dma read", "SIZE [-o FILE] [options]", "C2H: DMA SIZE bytes from the board into host memory",
 		 "Options:\n"
