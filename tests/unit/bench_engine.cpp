@@ -4,7 +4,7 @@
 // board's link presets deliver through it. Built by `make check`, never run by it: it prints
 // figures (and CSV with --csv FILE); no thresholds.
 //
-//   bench_engine [--ops N] [--gib G] [--csv FILE]
+//   bench_engine [--ops N] [--gib G] [--link PRESET]... [--csv FILE]
 //
 // 1. emu:link=ideal, polling, 4 KiB C2H operations from the pattern generator:
 //    - "library cost": N operations submitted (singly: one doorbell each, or in batches of
@@ -15,8 +15,9 @@
 //    - "pipelined": the same, end to end in a loop that keeps 256 operations in flight (wall
 //      time per operation: bounded by the model's own speed, which is not the library's).
 //    - "blocking": submit + wait one at a time (round-trip latency through the model).
-// 2. emu:link=gen3x8: C2H and H2C throughput with 16 MiB transfers, 4 in flight, against the
-//    rate the preset's link model gives (payload fraction of the lane rate at the MPS in use).
+// 2. emu:link=gen3x8 (and each --link PRESET, e.g. ideal or gen2x4): C2H and H2C throughput
+//    with 16 MiB transfers, 4 in flight, against the rate the preset's link model gives
+//    (payload fraction of the lane rate at the MPS in use).
 #include <time.h>
 
 #include <chrono>
@@ -195,12 +196,16 @@ double presetRate(unsigned int gen, unsigned int lanes, unsigned int mps, unsign
 	return lane * lanes * mps / (mps + ovh);
 }
 
-void throughput(double gib)
+// link: "gen3x8" (the preset of the issue), or another preset for context; "ideal" has no
+// model rate and shows what the virtual board itself can move.
+void throughput(const char *link, double gib)
 {
-	std::printf("emu:link=gen3x8, 16 MiB transfers, 4 in flight\n");
-	Board b("emu:link=gen3x8");
+	std::printf("emu:link=%s, 16 MiB transfers, 4 in flight\n", link);
+	Board b(std::string("emu:link=") + link);
 	b.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
 	const unsigned int mps = b.info().caps.maxPayload;
+	unsigned int gen = 0, lanes = 0;
+	std::sscanf(link, "gen%ux%u", &gen, &lanes);
 	DMAEngine e(b);
 	const std::size_t chunk = 16u << 20;
 	DMABuffer buf(b, 4 * chunk);
@@ -217,15 +222,17 @@ void throughput(double gib)
 			t.get();
 		double s = (wallNs() - w0) / 1e9;
 		double rate = n * chunk / s;
-		// Overheads per TLP as docs/virtual-board.md gives them: memory write 24 bytes (C2H),
-		// read completion 20 bytes (H2C).
-		double model = presetRate(3, 8, mps, ch == Channel::C2H ? 24 : 20);
 		char what[96];
-		std::snprintf(what, sizeof(what), "%s throughput (MPS %u)", to_string(ch), mps);
+		std::snprintf(what, sizeof(what), "%s %s throughput (MPS %u)", link, to_string(ch), mps);
 		report(what, rate / 1e9, "GB/s");
-		std::snprintf(what, sizeof(what), "%s preset model rate", to_string(ch));
+		if (!gen)
+			continue;
+		// Overheads per TLP as the virtual board models them: memory write 24 bytes (C2H),
+		// read completion 20 bytes (H2C).
+		double model = presetRate(gen, lanes, mps, ch == Channel::C2H ? 24 : 20);
+		std::snprintf(what, sizeof(what), "%s %s preset model rate", link, to_string(ch));
 		report(what, model / 1e9, "GB/s");
-		std::snprintf(what, sizeof(what), "%s measured / model", to_string(ch));
+		std::snprintf(what, sizeof(what), "%s %s measured / model", link, to_string(ch));
 		report(what, 100.0 * rate / model, "%");
 	}
 	// Both directions at once (one thread each).
@@ -245,7 +252,9 @@ void throughput(double gib)
 		c2h.join();
 		h2c.join();
 		double s = (wallNs() - w0) / 1e9;
-		report("C2H + H2C at once: each direction", n * chunk / s / 1e9, "GB/s");
+		char what[96];
+		std::snprintf(what, sizeof(what), "%s C2H + H2C at once: each direction", link);
+		report(what, n * chunk / s / 1e9, "GB/s");
 	}
 }
 
@@ -255,15 +264,18 @@ int main(int argc, char **argv)
 {
 	std::size_t ops = 200000;
 	double gib = 2;
+	std::vector<std::string> extra_links;
 	for (int i = 1; i < argc; i++) {
 		if (!std::strcmp(argv[i], "--ops") && i + 1 < argc)
 			ops = std::strtoull(argv[++i], nullptr, 0);
 		else if (!std::strcmp(argv[i], "--gib") && i + 1 < argc)
 			gib = std::strtod(argv[++i], nullptr);
+		else if (!std::strcmp(argv[i], "--link") && i + 1 < argc)
+			extra_links.push_back(argv[++i]);
 		else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc)
 			csv = std::fopen(argv[++i], "w");
 		else {
-			std::fprintf(stderr, "usage: %s [--ops N] [--gib G] [--csv FILE]\n", argv[0]);
+			std::fprintf(stderr, "usage: %s [--ops N] [--gib G] [--link PRESET]... [--csv FILE]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -271,7 +283,9 @@ int main(int argc, char **argv)
 		std::fprintf(csv, "figure,value,unit\n");
 	try {
 		idealLink(ops);
-		throughput(gib);
+		throughput("gen3x8", gib);
+		for (const std::string &l : extra_links)
+			throughput(l.c_str(), gib);
 	} catch (const std::exception &e) {
 		std::fprintf(stderr, "bench_engine: %s\n", e.what());
 		return 1;
