@@ -16,6 +16,13 @@
 //    ECANCELED) and waits until the engine no longer touches its memory. Submitting with a
 //    buffer concurrently with its destruction is a use-after-free of the caller's.
 //  - DMADescriptorList: not thread-safe by itself; the engine serialises access per channel.
+//
+// Progress: there is no library thread. Completions are consumed, and transfers queued for
+// ring slots are written into the ring, inside library calls: wait/get/done/result, poll(),
+// and submit when the ring is full. Any thread waiting on the engine services both channels
+// (polling: whenever a record is waiting; interrupts: at every wake-up, at least every
+// irqRescan), so a loopback waited on from one side, or fire-and-forget transfers, move on as
+// long as some thread waits or calls poll().
 #ifndef MPRACE_DMA_HPP
 #define MPRACE_DMA_HPP
 
@@ -338,8 +345,9 @@ public:
 	DMAEngine &operator=(DMAEngine &&) noexcept;
 	DMAEngine(const DMAEngine &) = delete;
 	DMAEngine &operator=(const DMAEngine &) = delete;
-	// Cancels outstanding transfers (ECANCELED), stops both channels and frees the rings.
-	// Handles that are still alive stay valid and report ECANCELED.
+	// Cancels outstanding transfers (ECANCELED), stops both channels (reset, IDLE) and clears
+	// IRQ_ENABLE. Handles that are still alive stay valid and report ECANCELED; the rings' and
+	// the handles' memory goes with the last of them.
 	~DMAEngine();
 
 	// Asynchronous: C2H ("DMA read": board -> buffer) and H2C ("DMA write": buffer -> board)
