@@ -288,6 +288,11 @@ START_TEST(test_reference)
 	apply_reference(m, run);
 	ck_assert(near(m.points[2].efficiency, 1.0, 1e-12));
 	ck_assert(near(m.fit_efficiency, 1.0, 1e-9));
+	// The knee: the smallest size at >= 90 % (db4M-c2h against c2h reaches only ~62 %).
+	ck_assert_uint_eq(m.knee90_bytes(), 4096);
+	ck_assert_uint_eq(db.knee90_bytes(), 0);
+	m.points[0].efficiency = 0.89;
+	ck_assert_uint_eq(m.knee90_bytes(), 65536);
 	// A reference that is not in the run gives no efficiency.
 	m.reference = "h2c";
 	m.points[0].efficiency = NAN;
@@ -302,7 +307,7 @@ START_TEST(test_csv_schema)
 	ck_assert_str_eq(kPointsCsvHeader,
 		"mode,direction,bytes,iterations,total_s,time_us,throughput_MBps,efficiency,reference,verified");
 	ck_assert_str_eq(kFitCsvHeader,
-		"mode,direction,latency_us,bandwidth_MBps,rms_rel_error,points,reference,bandwidth_efficiency");
+		"mode,direction,latency_us,bandwidth_MBps,rms_rel_error,points,reference,bandwidth_efficiency,knee90_bytes");
 	ck_assert_str_eq(kSchema, "mprace-dmabench/1");
 	Run run = synthetic_run();
 	std::ostringstream pts, fit;

@@ -32,7 +32,7 @@ hdr=$(head -n 1 "$WORK/m/mem.csv")
 [ "$hdr" = "mode,direction,bytes,iterations,total_s,time_us,throughput_MBps,efficiency,reference,verified" ] &&
 	ok "points CSV header" || not_ok "points CSV header: $hdr"
 hdr=$(head -n 1 "$WORK/m/mem-fit.csv")
-[ "$hdr" = "mode,direction,latency_us,bandwidth_MBps,rms_rel_error,points,reference,bandwidth_efficiency" ] &&
+[ "$hdr" = "mode,direction,latency_us,bandwidth_MBps,rms_rel_error,points,reference,bandwidth_efficiency,knee90_bytes" ] &&
 	ok "fit CSV header" || not_ok "fit CSV header: $hdr"
 rows=$(grep -c '^memcpy,host,' "$WORK/m/mem.csv")
 [ "$rows" -eq 7 ] && ok "7 sizes for --quick (4K:16M:4)" || not_ok "rows: $rows"
@@ -55,7 +55,7 @@ keys(r["settings"], ["sizes", "warmup", "iterations", "min_time_s", "repeat", "v
 assert r["device"]["backend"] == "none"
 m = r["modes"][0]
 keys(m, ["name", "direction", "description", "reference", "fit", "points"], "mode")
-keys(m["fit"], ["valid", "latency_us", "bandwidth_MBps", "rms_rel_error", "points", "bandwidth_efficiency"], "fit")
+keys(m["fit"], ["valid", "latency_us", "bandwidth_MBps", "rms_rel_error", "points", "bandwidth_efficiency", "knee90_bytes"], "fit")
 for p in m["points"]:
     keys(p, ["bytes", "iterations", "total_s", "time_us", "throughput_MBps", "efficiency", "verified"], "point")
     assert abs(p["time_us"] - 1e6 * p["total_s"] / p["iterations"]) <= 1e-3 * p["time_us"] + 1e-4

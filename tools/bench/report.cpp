@@ -16,7 +16,7 @@ const char *const kSchema = "mprace-dmabench/1";
 const char *const kPointsCsvHeader =
 	"mode,direction,bytes,iterations,total_s,time_us,throughput_MBps,efficiency,reference,verified";
 const char *const kFitCsvHeader =
-	"mode,direction,latency_us,bandwidth_MBps,rms_rel_error,points,reference,bandwidth_efficiency";
+	"mode,direction,latency_us,bandwidth_MBps,rms_rel_error,points,reference,bandwidth_efficiency,knee90_bytes";
 
 namespace {
 
@@ -161,8 +161,8 @@ void write_mode_table(std::ostream &os, const ModeResult &m)
 void write_summary(std::ostream &os, const Run &run)
 {
 	os << "summary (t = latency + size / bandwidth)\n";
-	os << strprintf("  %-22s %-7s %12s %15s %9s %8s  %s\n", "mode", "dir", "latency/us", "bandwidth/MB/s",
-			"rms err", "bw eff", "reference");
+	os << strprintf("  %-22s %-7s %12s %15s %9s %8s %9s  %s\n", "mode", "dir", "latency/us", "bandwidth/MB/s",
+			"rms err", "bw eff", "90% from", "reference");
 	for (const auto &m : run.modes) {
 		if (m.fit.valid)
 			os << strprintf("  %-22s %-7s %12.2f %15.1f %8.1f%%", m.name.c_str(), m.direction.c_str(),
@@ -171,6 +171,8 @@ void write_summary(std::ostream &os, const Run &run)
 			os << strprintf("  %-22s %-7s %12s %15s %9s", m.name.c_str(), m.direction.c_str(), "-", "-", "-");
 		os << (std::isfinite(m.fit_efficiency) ? strprintf(" %7.1f%%", 100 * m.fit_efficiency)
 						       : strprintf(" %8s", "-"));
+		os << strprintf(" %9s", m.knee90_bytes() ? tools::format_size_short(m.knee90_bytes()).c_str()
+							   : m.reference.empty() ? "-" : "never");
 		os << "  " << (m.reference.empty() ? "-" : m.reference) << "\n";
 	}
 	for (const auto &s : run.skipped)
@@ -196,7 +198,8 @@ void write_fit_csv(std::ostream &os, const Run &run)
 		os << csv(m.name) << ',' << m.direction << ',' << num(m.fit.valid ? m.fit.latency_us() : nan, "%.4f")
 		   << ',' << num(m.fit.valid ? m.fit.bandwidth_MBps() : nan, "%.3f") << ','
 		   << num(m.fit.valid ? m.fit.rms_rel_error : nan, "%.5f") << ',' << m.fit.points << ','
-		   << csv(m.reference) << ',' << num(m.fit_efficiency, "%.5f") << "\n";
+		   << csv(m.reference) << ',' << num(m.fit_efficiency, "%.5f") << ','
+		   << (m.knee90_bytes() ? std::to_string(m.knee90_bytes()) : std::string()) << "\n";
 	}
 }
 
@@ -240,7 +243,9 @@ void write_json(std::ostream &os, const Run &run)
 		   << ", \"bandwidth_MBps\": " << jnum(m.fit.valid ? m.fit.bandwidth_MBps() : NAN, "%.3f")
 		   << ", \"rms_rel_error\": " << jnum(m.fit.valid ? m.fit.rms_rel_error : NAN, "%.5f")
 		   << ", \"points\": " << m.fit.points
-		   << ", \"bandwidth_efficiency\": " << jnum(m.fit_efficiency, "%.5f") << "},\n";
+		   << ", \"bandwidth_efficiency\": " << jnum(m.fit_efficiency, "%.5f")
+		   << ", \"knee90_bytes\": " << (m.knee90_bytes() ? std::to_string(m.knee90_bytes()) : std::string("null"))
+		   << "},\n";
 		os << "      \"points\": [";
 		for (std::size_t j = 0; j < m.points.size(); ++j) {
 			const Point &p = m.points[j];

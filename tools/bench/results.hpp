@@ -39,6 +39,16 @@ struct ModeResult {
 	std::vector<Point> points;
 	Fit fit;
 	double fit_efficiency = std::nan(""); // fit bandwidth / reference fit bandwidth
+
+	// The knee: the smallest size whose efficiency reaches 90 %; 0 when none does or there is
+	// no reference.
+	std::uint64_t knee90_bytes() const
+	{
+		for (const auto &p : points)
+			if (std::isfinite(p.efficiency) && p.efficiency >= 0.9)
+				return p.bytes;
+		return 0;
+	}
 };
 
 struct Skipped {
