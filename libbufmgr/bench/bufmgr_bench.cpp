@@ -38,7 +38,7 @@ struct Config {
 	std::size_t min = 4 << 10, max = 256 << 20;
 	std::size_t chunk_buf = 1 << 20;      // ChunkBuffer: one buffer
 	std::size_t double_buf = 256 << 10;   // DoubleBuffer: two buffers
-	std::size_t pool_k = 8, pool_buf = 128 << 10;     // PooledBuffer one-shot
+	std::size_t pool_k = 16, pool_buf = 64 << 10;     // PooledBuffer one-shot
 	std::size_t stream_k = 16, stream_buf = 256 << 10; // PooledBuffer streaming
 	double seconds = 0.25;  // per point (at least 3 repetitions)
 	double memcpy_rate = -1; // < 0: the board; >= 0: MemcpyTransfer at this MB/s
@@ -97,7 +97,7 @@ void usage()
 		  "                    [--double BUF] [--pool K BUF] [--stream K BUF] [--seconds S]\n"
 		  "                    [--memcpy MBPS] [--csv FILE]\n"
 		  "defaults: --device emu:link=gen3x8 --min 4K --max 256M --chunk 1M --double 256K\n"
-		  "          --pool 8 128K --stream 16 256K --seconds 0.25");
+		  "          --pool 16 64K --stream 16 256K --seconds 0.25");
 }
 
 template <class Make>
@@ -221,9 +221,18 @@ int main(int argc, char **argv)
 		std::printf("buffers: chunk 1 x %s, double 2 x %s, pooled %zu x %s, stream %zu x %s\n",
 			    human(c.chunk_buf).c_str(), human(c.double_buf).c_str(), c.pool_k,
 			    human(c.pool_buf).c_str(), c.stream_k, human(c.stream_buf).c_str());
+		// raw: kernel memory (one descriptor per 16 MiB); user memory where the board
+		// cannot allocate that much kernel memory (real kernels without CMA)
+		HostMemory big_mem; // declared first: outlives the DMABuffer that pins it
 		std::unique_ptr<mprace::DMABuffer> big;
 		auto raw = [&](std::size_t s) {
-			big = std::make_unique<mprace::DMABuffer>(board, s);
+			big.reset();
+			try {
+				big = std::make_unique<mprace::DMABuffer>(board, s);
+			} catch (const std::system_error &) {
+				big_mem = HostMemory(s);
+				big = std::make_unique<mprace::DMABuffer>(board, big_mem.data(), s);
+			}
 			return measure([&](std::size_t n) { engine.read(*big, 0, n); }, s, c.seconds);
 		};
 		return run(c, [&] { return MpraceTransfer(board, engine); }, raw);

@@ -31,6 +31,9 @@ namespace bufmgr {
 // Lengths are multiples of the engine's 4-byte granule (granule() == 4).
 // Errors: the engine's errors pass through unchanged (mprace::DMAError, a std::system_error:
 // EIO for a bus error, ETIMEDOUT, ECANCELED for aborted transfers).
+// wait() is Transfer::get(): it gives up after EngineOptions::waitTimeout (10 s by default) with
+// ETIMEDOUT; for a source that may pause longer (a sparse DAQ stream), open the DMAEngine with
+// waitTimeout = 0.
 // abort(d) cancels every transfer on that channel of the DMAEngine (mprace::DMAEngine::abort),
 // including those of other users of the same engine: give each buffer manager its own channel.
 // Thread safety: as the concept.
