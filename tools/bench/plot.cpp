@@ -58,6 +58,13 @@ void nice_axis(double max, double *top, double *step)
 	*top = std::ceil(max * 1.04 / s) * s;
 }
 
+// Latency with one decimal for legends, without a "-0.0" for a fit that landed just below zero.
+double legend_us(const Fit &f)
+{
+	double us = f.latency_us();
+	return std::fabs(us) < 0.05 ? 0.0 : us;
+}
+
 std::string title_of(const Run &run)
 {
 	std::string t = "dmabench: throughput vs transfer size";
@@ -179,7 +186,7 @@ void write_svg(std::ostream &os, const Run &run)
 				*dash ? strprintf(" stroke-dasharray=\"%s\"", dash).c_str() : "");
 		std::string label = m.name;
 		if (m.fit.valid)
-			label += strprintf(": %.0f MB/s, %.1f \u00b5s", m.fit.bandwidth_MBps(), m.fit.latency_us());
+			label += strprintf(": %.0f MB/s, %.1f \u00b5s", m.fit.bandwidth_MBps(), legend_us(m.fit));
 		os << strprintf("<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">%s</text>\n", lx + 30, y, xml(label).c_str());
 	}
 	os << "</svg>\n";
@@ -310,7 +317,7 @@ std::string gnuplot_script(const Run &run, const std::string &png, const char *t
 			continue;
 		std::string label = m.name;
 		if (m.fit.valid)
-			label += strprintf(": %.0f MB/s, %.1f us", m.fit.bandwidth_MBps(), m.fit.latency_us());
+			label += strprintf(": %.0f MB/s, %.1f us", m.fit.bandwidth_MBps(), legend_us(m.fit));
 		g << (first ? "" : ", \\\n  ") << "$d" << k << " using 1:2 with linespoints lw 2 pt 7 ps 0.6 lc rgb \""
 		  << palette[k % 10] << "\" title " << gnuplot_quote(label);
 		first = false;
@@ -345,7 +352,8 @@ for m in run["modes"]:
     label = m["name"]
     f = m["fit"]
     if f["valid"]:
-        label += ": %.0f MB/s, %.1f us" % (f["bandwidth_MBps"], f["latency_us"])
+        lat = f["latency_us"] if abs(f["latency_us"]) >= 0.05 else 0.0
+        label += ": %.0f MB/s, %.1f us" % (f["bandwidth_MBps"], lat)
     ax.plot([p["bytes"] for p in pts], [p["throughput_MBps"] for p in pts], marker="o", ms=3, lw=2, label=label)
 ax.set_xscale("log", base=2)
 ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: short(int(round(v)))))
