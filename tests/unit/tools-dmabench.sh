@@ -115,6 +115,16 @@ case $eff in
 	*) not_ok "efficiency column: '$eff'"; diag "$WORK/v/eff.csv" ;;
 esac
 
+# A DMA error mid-run (the virtual board's injected bus error at C2H descriptor 5): the mode is
+# reported as failed, the engine recovers for the next mode, and the status is 1.
+run "$DMABENCH" --device emu:buserr=c2h:5 -m c2h,c2h-umem -s 4K:64K:4 -n 3 --no-progress --plot none -o "$WORK/v/fault"
+if [ $rc -eq 1 ] && grep -q 'c2h failed: .*BUS_ERROR' "$WORK/err" && grep -q '"reason": "failed: .*BUS_ERROR' "$WORK/v/fault.json" &&
+   [ "$(grep -c '^c2h-umem,' "$WORK/v/fault.csv")" -eq 3 ]; then
+	ok "a bus error fails its mode (status 1, reason in the JSON); the next mode runs"
+else
+	not_ok "injected bus error (rc=$rc)"; diag "$WORK/err"
+fi
+
 # ---- the fit against the link preset
 # The preset's payload rate as docs/virtual-board.md documents it: lane rate after line
 # encoding times lanes, times MPS / (MPS + TLP overhead), with MPS 256 and 24 (C2H memory write)
