@@ -164,14 +164,16 @@ preset_check() { # LINK GEN LANES LO HI
 	not_ok "$1: fitted bandwidth / preset rate outside $4 .. $5 in three attempts:$tries"
 	diag "$WORK/f/$1-fit.csv" "$WORK/f/$1.csv"
 }
+# The upper bound is the sharp check: a link model that does not pace moves data several
+# times faster than the preset (emu:link=ideal fits at 20-50 GB/s here). The lower bound only
+# catches a pathologically slow path: the virtual board copies with the same two cores that
+# make -j and the other suites use, and under such load it falls well short of any rate.
 if sanitized; then
 	skip "gen2x4: fitted C2H/H2C bandwidth close to the preset rate" "sanitizer build"
 	skip "gen3x8: fitted C2H/H2C bandwidth close to the preset rate" "sanitizer build"
 else
-	# gen2x4 (~1.8 GB/s) is slow enough for any host: tighter bounds.
-	preset_check gen2x4 2 4 0.75 1.15
-	# gen3x8 (~7.2 GB/s) needs the host to copy at that rate on cores it shares: generous.
-	preset_check gen3x8 3 8 0.4 1.15
+	preset_check gen2x4 2 4 0.3 1.15
+	preset_check gen3x8 3 8 0.3 1.15
 fi
 
 # ---- the quick run CI uses, on the default board of the test environment

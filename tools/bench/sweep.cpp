@@ -137,6 +137,22 @@ void run_sweep(Mode &mode, const SweepOptions &o, Progress &progress, ModeResult
 			mode.transfer(bytes);
 			warm = seconds_since(t0);
 		}
+		if (!o.iterations) {
+			// Calibrate N on blocks that grow until one lasts half of min_time: a single
+			// transfer's time is too noisy a guide for transfers of microseconds. These blocks
+			// are warm-up too; none of them is reported.
+			std::uint64_t n = 1;
+			double t = warm;
+			while (t < o.min_time_s / 2 && n < o.max_iterations) {
+				double grow = t > 0 ? std::min(100.0, o.min_time_s / t) : 100.0;
+				n = std::min<std::uint64_t>(o.max_iterations,
+							    std::max<std::uint64_t>(2 * n, static_cast<std::uint64_t>(std::ceil(n * grow))));
+				auto t0 = clock::now();
+				mode.run(bytes, n);
+				t = seconds_since(t0);
+			}
+			warm = t / static_cast<double>(n);
+		}
 		Point p;
 		p.bytes = bytes;
 		p.iterations = auto_iterations(o, warm);
