@@ -304,7 +304,7 @@ static const char *const good_names[] = {
 	"emu:buserr=c2h:5,buserr=h2c", "emu:dropirq=0", "emu:user=stream", "emu:user=pkt:4K",
 	"emu:user=none", "emu:cfgwr=deny", "emu:clock=125", "emu:kmax=4M", "emu:iova=0x1000",
 	"emu:fifo=4K", "emu:spin=0", "emu:spin=100us", "emu:lat=1.5us,link=gen3x8",
-	"emu:link=ideal,lat=500ns",
+	"emu:link=ideal,lat=500ns", "emu:maxseg=64K", "emu:maxseg=0",
 };
 
 static const struct { const char *name, *needle; } bad_names[] = {
@@ -344,6 +344,7 @@ static const struct { const char *name, *needle; } bad_names[] = {
 	{ "emu:mem=", "mem=" },
 	{ "emu:clock=0", "clock=0" },
 	{ "emu:kmax=1G", "kmax=1G" },
+	{ "emu:maxseg=1000", "maxseg=1000" },
 };
 
 START_TEST(test_options_good)
@@ -467,6 +468,33 @@ START_TEST(test_umem_layouts)
 }
 END_TEST
 
+/* maxseg= cuts entries like the kernel's max segment size; they may then continue each other */
+START_TEST(test_umem_maxseg)
+{
+	const size_t size = 1u << 20;
+	uint8_t *buf = aligned_alloc(4096, size + 4096);
+	struct pd_sg_entry *sg;
+	pd_umem *um;
+	struct eb b;
+	size_t n, i, total = 0;
+
+	eb_open(&b, "emu:sg=merged,maxseg=64K");
+	ck_assert_int_eq(pd_umem_map(b.dev, buf + 4, size, PD_DMA_TO_DEVICE, &um), 0);
+	n = sg_of(um, &sg);
+	ck_assert_uint_eq(n, 17);
+	for (i = 0; i < n; i++) {
+		ck_assert_uint_le(sg[i].length, 65536);
+		if (i)
+			ck_assert_uint_eq(sg[i - 1].bus_addr + sg[i - 1].length, sg[i].bus_addr);
+		total += sg[i].length;
+	}
+	ck_assert_uint_eq(total, size);
+	free(sg);
+	eb_close(&b);
+	free(buf);
+}
+END_TEST
+
 START_TEST(test_umem_refused)
 {
 	struct eb b;
@@ -509,6 +537,7 @@ Suite *test_suite(void)
 	tcase_add_test(tc, test_options_bad);
 	tcase_add_test(tc, test_kmem_bus_addresses);
 	tcase_add_test(tc, test_umem_layouts);
+	tcase_add_test(tc, test_umem_maxseg);
 	tcase_add_test(tc, test_umem_refused);
 	suite_add_tcase(s, tc);
 	return s;

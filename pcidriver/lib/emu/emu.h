@@ -83,6 +83,7 @@ struct emu_config {
 	uint64_t fifo;       /* loopback FIFO bytes (power of two) */
 	uint64_t spin_ns;    /* idle spin of an engine thread before it sleeps */
 	enum emu_sg_mode sg;
+	uint64_t maxseg;     /* longest SG entry (0: no limit) */
 	int workers;         /* copy threads; -1 = auto */
 	struct emu_fault stall[MP_CH_COUNT];
 	struct emu_fault buserr[MP_CH_COUNT];
@@ -134,9 +135,13 @@ struct emu_map {
 	struct emu_run *runs;         /* sorted by iova; relative to 0 until emu_iommu_add */
 };
 
+struct emu_padded_mutex {
+	_Alignas(EMU_CACHELINE) pthread_mutex_t m;   /* one cache line each: no false sharing */
+};
+
 struct emu_iommu {
 	pthread_mutex_t lock;         /* writers: the table and the allocator */
-	pthread_mutex_t reader[EMU_READERS]; /* table changes hold all of these too */
+	struct emu_padded_mutex reader[EMU_READERS]; /* table changes hold all of these too */
 	size_t n, cap;                /* the table: mappings sorted by win_start */
 	struct emu_map **maps;
 	uint64_t base;                /* the first mapping starts here (iova=) */
@@ -187,11 +192,13 @@ struct emu_chan {
 	atomic_uint ctl;                     /* EMU_CTL_* */
 	atomic_uint ring_lo, ring_hi, ring_size, timeout_us;
 
+	/* read on every doorbell, written only when the engine goes to sleep: its own line */
+	_Alignas(EMU_CACHELINE) atomic_uint waiting;  /* the engine is (about to be) in a cond wait */
+
 	/* written by the engine (and by reset with the engine stopped); readers load */
 	_Alignas(EMU_CACHELINE) atomic_uint head;
 	atomic_uint status;                  /* STATE | ERROR_CODE << 8 (BUSY is `inflight`) */
 	atomic_uint inflight;                /* a descriptor is being processed */
-	atomic_uint waiting;                 /* the engine is (about to be) in a cond wait */
 	atomic_uint_least64_t bytes;
 	atomic_uint bytes_hi;                /* latched by BYTES_LO reads */
 	atomic_uint gen;                     /* counts resets */
@@ -205,6 +212,7 @@ struct emu_chan {
 	unsigned int obs_first, obs_count;
 	uint32_t obs_last_tail;
 	bool stall_fired, buserr_fired;
+	bool mmu_held;                       /* holds its IOMMU reader lock (emu_engine.c) */
 };
 
 struct emu_fifo {
@@ -218,7 +226,7 @@ struct emu_test {
 	pthread_mutex_t lock;        /* seed writes vs. the engines' use of them */
 	atomic_uint control;         /* TEST_CONTROL */
 	atomic_uint pg_seed, pg_rate;
-	uint32_t pg_gen;             /* lock: bumped by PATGEN_SEED writes */
+	atomic_uint_least64_t pg_state;  /* PATGEN_SEED writes << 32 | seed (written under lock) */
 	atomic_uint ck_seed;
 	uint32_t ck_gen;             /* lock: bumped by CHECK_SEED writes */
 	uint32_t src_gen;            /* lock: bumped by the global reset (user-stream model) */
@@ -250,8 +258,12 @@ struct emu_pool {
 	pthread_cond_t done;          /* submitters wait for their parts */
 	struct emu_job *slot[MP_CH_COUNT];
 	unsigned int nthreads, started;
+	unsigned int sleepers;        /* workers in cond_wait (lock) */
 	pthread_t *threads;
 	bool quit;
+	/* jobs with parts nobody has claimed yet (written under lock): idle workers spin on it
+	 * for EMU_WORKER_SPIN_NS before they sleep, so back-to-back pieces need no wake-up */
+	_Alignas(EMU_CACHELINE) atomic_uint active;
 };
 
 struct emu_kmem_range {

@@ -76,13 +76,15 @@ static int emu_open(pd_device *dev, const char *name)
 		if (r > rate)
 			rate = r;
 	}
-	/* paced pieces of ~100 µs of link time: fine-grained progress, few wake-ups */
+	/* paced pieces of ~200 µs of link time: fine-grained progress, few wake-ups */
 	if (rate > 0) {
-		r = rate * 100e-6;
+		r = rate * 200e-6;
 		d->chunk = floor_pow2(r < (64 << 10) ? (64 << 10) : r > (4 << 20) ? (4 << 20) : (uint64_t)r);
 	} else {
 		d->chunk = 1u << 20;
 	}
+	/* parts handed to the copy pool are at least this large: smaller ones cost more in
+	 * hand-offs (the pool lock) than they gain (measured, docs/virtual-board.md) */
 	d->split_min = 128u << 10;
 
 	pthread_mutex_init(&d->lock, NULL);
@@ -299,6 +301,11 @@ static uint64_t rnd(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
 static int cmp_run(const void *a, const void *b)
 {
 	const struct emu_run *x = a, *y = b;
@@ -337,7 +344,7 @@ static int emu_umem_map(pd_device *dev, pd_umem *um)
 	uintptr_t addr = (uintptr_t)um->addr, start = addr & ~(uintptr_t)(EMU_PAGE - 1);
 	uint64_t off = addr - start, size = um->size;
 	uint64_t npages = (off + size + EMU_PAGE - 1) / EMU_PAGE;
-	uint64_t ngroups, i, j, len, cur, seed, b0, b1, tmp;
+	uint64_t ngroups, i, j, len, cur, seed, b0, b1, tmp, seg;
 	struct group *g = NULL;
 	uint64_t *order = NULL;
 	struct emu_run *bo = NULL;
@@ -423,23 +430,35 @@ static int emu_umem_map(pd_device *dev, pd_umem *um)
 	if (ret)
 		goto err;
 
-	/* 4. the SG list: runs in buffer order, IOVA-contiguous neighbours merged */
-	um->sg = malloc(ngroups * sizeof(*um->sg));
+	/* 4. the SG list: runs in buffer order, IOVA-contiguous neighbours merged. With maxseg=
+	 * entries are cut as the kernel cuts them at the device's max segment size: chunks of
+	 * maxseg/4K pages from the run's first page, merged only while they stay <= maxseg. */
+	seg = d->cfg.maxseg ? d->cfg.maxseg : UINT64_MAX;
+	for (i = nsg = 0; i < ngroups; i++)
+		nsg += (size_t)(bo[i].len / (seg < UINT64_MAX ? seg : bo[i].len) + 2);
+	um->sg = malloc(nsg * sizeof(*um->sg));
 	if (!um->sg) {
 		emu_iommu_remove(&d->mmu, &u->map);
 		ret = -ENOMEM;
 		goto err;
 	}
 	for (i = nsg = 0; i < ngroups; i++) {
-		uint64_t iova = bo[i].iova + u->map.win_start;
+		uint64_t iova = bo[i].iova + u->map.win_start, left = bo[i].len, n;
+		uint64_t base = iova & ~(uint64_t)(EMU_PAGE - 1);
 
-		if (nsg && um->sg[nsg - 1].bus_addr + um->sg[nsg - 1].length == iova) {
-			um->sg[nsg - 1].length += bo[i].len;
-			continue;
+		while (left) {
+			n = seg == UINT64_MAX ? left : min_u64(left, seg - (iova - base) % seg);
+			if (nsg && um->sg[nsg - 1].bus_addr + um->sg[nsg - 1].length == iova &&
+			    um->sg[nsg - 1].length + n <= seg) {
+				um->sg[nsg - 1].length += n;
+			} else {
+				um->sg[nsg].bus_addr = iova;
+				um->sg[nsg].length = n;
+				nsg++;
+			}
+			iova += n;
+			left -= n;
 		}
-		um->sg[nsg].bus_addr = iova;
-		um->sg[nsg].length = bo[i].len;
-		nsg++;
 	}
 	free(bo);
 	um->sg_count = nsg;

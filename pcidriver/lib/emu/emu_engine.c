@@ -30,8 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
 #endif
 
 #include "emu.h"
@@ -54,7 +54,7 @@ static inline uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 /* ================================================================== copy kernels */
 
 /* Writes n pattern words w0, w0+1, ... (little-endian) at dst (4-byte aligned). */
-static void fill_words(uint8_t *dst, uint64_t n, uint32_t w0)
+static void fill_words_sse2(uint8_t *dst, uint64_t n, uint32_t w0)
 {
 	uint64_t i = 0;
 #if defined(__SSE2__)
@@ -66,10 +66,10 @@ static void fill_words(uint8_t *dst, uint64_t n, uint32_t w0)
 		__m128i v2 = _mm_add_epi32(v1, four);
 		__m128i v3 = _mm_add_epi32(v2, four);
 
-		_mm_storeu_si128((__m128i *)(dst + 4 * i), v);
-		_mm_storeu_si128((__m128i *)(dst + 4 * i + 16), v1);
-		_mm_storeu_si128((__m128i *)(dst + 4 * i + 32), v2);
-		_mm_storeu_si128((__m128i *)(dst + 4 * i + 48), v3);
+		_mm_storeu_si128((__m128i *)(void *)(dst + 4 * i), v);
+		_mm_storeu_si128((__m128i *)(void *)(dst + 4 * i + 16), v1);
+		_mm_storeu_si128((__m128i *)(void *)(dst + 4 * i + 32), v2);
+		_mm_storeu_si128((__m128i *)(void *)(dst + 4 * i + 48), v3);
 		v = _mm_add_epi32(v3, four);
 	}
 #endif
@@ -80,21 +80,33 @@ static void fill_words(uint8_t *dst, uint64_t n, uint32_t w0)
 	}
 }
 
-/* Compares n words at src with w0, w0+1, ...; returns the number that differ. */
-static uint64_t check_words(const uint8_t *src, uint64_t n, uint32_t w0)
+/* Compares n words at src with w0, w0+1, ...; returns the number that differ. Equal lanes
+ * are summed as -1 in vector accumulators (n stays below 2^32 per call). */
+static uint64_t check_words_sse2(const uint8_t *src, uint64_t n, uint32_t w0)
 {
 	uint64_t i = 0, bad = 0;
 #if defined(__SSE2__)
 	__m128i v = _mm_add_epi32(_mm_set1_epi32((int)w0), _mm_set_epi32(3, 2, 1, 0));
 	const __m128i four = _mm_set1_epi32(4);
+	__m128i acc = _mm_setzero_si128();
+	uint32_t lane[4];
+	unsigned int k;
 
-	for (; i + 4 <= n; i += 4) {
-		__m128i x = _mm_loadu_si128((const __m128i *)(src + 4 * i));
-		int eq = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(x, v)));
+	for (; i + 16 <= n; i += 16) {
+		__m128i v1 = _mm_add_epi32(v, four), v2 = _mm_add_epi32(v1, four);
+		__m128i v3 = _mm_add_epi32(v2, four);
+		__m128i e0 = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(const void *)(src + 4 * i)), v);
+		__m128i e1 = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(const void *)(src + 4 * i + 16)), v1);
+		__m128i e2 = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(const void *)(src + 4 * i + 32)), v2);
+		__m128i e3 = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(const void *)(src + 4 * i + 48)), v3);
 
-		bad += (uint64_t)(4 - __builtin_popcount((unsigned int)eq));
-		v = _mm_add_epi32(v, four);
+		acc = _mm_add_epi32(acc, _mm_add_epi32(_mm_add_epi32(e0, e1), _mm_add_epi32(e2, e3)));
+		v = _mm_add_epi32(v3, four);
 	}
+	_mm_storeu_si128((__m128i *)(void *)lane, acc);
+	bad = i;
+	for (k = 0; k < 4; k++)
+		bad -= (uint32_t)-lane[k];
 #endif
 	for (; i < n; i++) {
 		uint32_t w;
@@ -104,6 +116,118 @@ static uint64_t check_words(const uint8_t *src, uint64_t n, uint32_t w0)
 	}
 	return bad;
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_AVX2_KERNELS 1
+__attribute__((target("avx2")))
+static void fill_words_avx2(uint8_t *dst, uint64_t n, uint32_t w0)
+{
+	uint64_t i = 0;
+	__m256i v = _mm256_add_epi32(_mm256_set1_epi32((int)w0),
+				     _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0));
+	const __m256i eight = _mm256_set1_epi32(8);
+
+	for (; i + 32 <= n; i += 32) {
+		__m256i v1 = _mm256_add_epi32(v, eight);
+		__m256i v2 = _mm256_add_epi32(v1, eight);
+		__m256i v3 = _mm256_add_epi32(v2, eight);
+
+		_mm256_storeu_si256((__m256i *)(void *)(dst + 4 * i), v);
+		_mm256_storeu_si256((__m256i *)(void *)(dst + 4 * i + 32), v1);
+		_mm256_storeu_si256((__m256i *)(void *)(dst + 4 * i + 64), v2);
+		_mm256_storeu_si256((__m256i *)(void *)(dst + 4 * i + 96), v3);
+		v = _mm256_add_epi32(v3, eight);
+	}
+	fill_words_sse2(dst + 4 * i, n - i, w0 + (uint32_t)i);
+}
+
+__attribute__((target("avx2")))
+static uint64_t check_words_avx2(const uint8_t *src, uint64_t n, uint32_t w0)
+{
+	uint64_t i = 0, bad;
+	__m256i v = _mm256_add_epi32(_mm256_set1_epi32((int)w0),
+				     _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0));
+	const __m256i eight = _mm256_set1_epi32(8);
+	__m256i acc = _mm256_setzero_si256();
+	uint32_t lane[8];
+	unsigned int k;
+
+	for (; i + 32 <= n; i += 32) {
+		__m256i v1 = _mm256_add_epi32(v, eight), v2 = _mm256_add_epi32(v1, eight);
+		__m256i v3 = _mm256_add_epi32(v2, eight);
+		__m256i e0 = _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(src + 4 * i)), v);
+		__m256i e1 = _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(src + 4 * i + 32)), v1);
+		__m256i e2 = _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(src + 4 * i + 64)), v2);
+		__m256i e3 = _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(src + 4 * i + 96)), v3);
+
+		acc = _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_add_epi32(e0, e1),
+							     _mm256_add_epi32(e2, e3)));
+		v = _mm256_add_epi32(v3, eight);
+	}
+	_mm256_storeu_si256((__m256i *)(void *)lane, acc);
+	bad = i;
+	for (k = 0; k < 8; k++)
+		bad -= (uint32_t)-lane[k];
+	return bad + check_words_sse2(src + 4 * i, n - i, w0 + (uint32_t)i);
+}
+#endif
+
+static void fill_words(uint8_t *dst, uint64_t n, uint32_t w0)
+{
+#ifdef HAVE_AVX2_KERNELS
+	if (__builtin_cpu_supports("avx2")) {
+		fill_words_avx2(dst, n, w0);
+		return;
+	}
+#endif
+	fill_words_sse2(dst, n, w0);
+}
+
+static uint64_t check_words(const uint8_t *src, uint64_t n, uint32_t w0)
+{
+#ifdef HAVE_AVX2_KERNELS
+	if (__builtin_cpu_supports("avx2"))
+		return check_words_avx2(src, n, w0);
+#endif
+	return check_words_sse2(src, n, w0);
+}
+
+/* fill_words with non-temporal stores for large ranges: the data goes to memory without
+ * first reading the destination lines into the cache (half the memory traffic). */
+static void fill_words_nt(uint8_t *dst, uint64_t n, uint32_t w0)
+{
+#if defined(__SSE2__)
+	uint64_t head = ((16 - ((uintptr_t)dst & 15)) & 15) / 4, i;
+	__m128i v, v1, v2, v3;
+	const __m128i four = _mm_set1_epi32(4);
+
+	if (n < 64 + head) {
+		fill_words(dst, n, w0);
+		return;
+	}
+	fill_words_sse2(dst, head, w0);
+	dst += 4 * head;
+	w0 += (uint32_t)head;
+	n -= head;
+	v = _mm_add_epi32(_mm_set1_epi32((int)w0), _mm_set_epi32(3, 2, 1, 0));
+	for (i = 0; i + 16 <= n; i += 16) {
+		v1 = _mm_add_epi32(v, four);
+		v2 = _mm_add_epi32(v1, four);
+		v3 = _mm_add_epi32(v2, four);
+		_mm_stream_si128((__m128i *)(void *)(dst + 4 * i), v);
+		_mm_stream_si128((__m128i *)(void *)(dst + 4 * i + 16), v1);
+		_mm_stream_si128((__m128i *)(void *)(dst + 4 * i + 32), v2);
+		_mm_stream_si128((__m128i *)(void *)(dst + 4 * i + 48), v3);
+		v = _mm_add_epi32(v3, four);
+	}
+	_mm_sfence();   /* weakly ordered stores: visible before the part is reported done */
+	fill_words_sse2(dst + 4 * i, n - i, w0 + (uint32_t)i);
+#else
+	fill_words(dst, n, w0);
+#endif
+}
+
+#define NT_MIN (128u << 10)   /* parts at least this large bypass the cache */
 
 /* ================================================================== copy pool */
 
@@ -116,7 +240,8 @@ struct emu_job {
 	uint64_t len;
 	uint32_t w0;
 	uint64_t part_len;             /* multiple of 64 */
-	size_t nparts, next, done;     /* pool lock */
+	size_t nparts, next;           /* pool lock */
+	atomic_size_t done;            /* parts finished (changed under the pool lock) */
 	uint64_t mismatches;           /* pool lock */
 };
 
@@ -129,7 +254,10 @@ static uint64_t job_part(struct emu_job *j, size_t p)
 		memcpy(j->dst + off, j->src + off, n);
 		return 0;
 	case JOB_FILL:
-		fill_words(j->dst + off, n / 4, j->w0 + (uint32_t)(off / 4));
+		if (n >= NT_MIN)
+			fill_words_nt(j->dst + off, n / 4, j->w0 + (uint32_t)(off / 4));
+		else
+			fill_words(j->dst + off, n / 4, j->w0 + (uint32_t)(off / 4));
 		return 0;
 	case JOB_CHECK:
 		return check_words(j->src + off, n / 4, j->w0 + (uint32_t)(off / 4));
@@ -137,30 +265,65 @@ static uint64_t job_part(struct emu_job *j, size_t p)
 	return 0;
 }
 
+#define EMU_WORKER_SPIN_NS 100000u   /* a worker spins this long for the next piece */
+
+static struct emu_job *find_job_locked(struct emu_pool *pool)
+{
+	unsigned int s;
+
+	for (s = 0; s < MP_CH_COUNT; s++)
+		if (pool->slot[s] && pool->slot[s]->next < pool->slot[s]->nparts)
+			return pool->slot[s];
+	return NULL;
+}
+
+/* Claims the next part of j (pool lock held). */
+static size_t claim_locked(struct emu_pool *pool, struct emu_job *j)
+{
+	size_t p = j->next++;
+
+	if (j->next == j->nparts)
+		atomic_fetch_sub(&pool->active, 1);
+	return p;
+}
+
 static void *worker_main(void *arg)
 {
 	struct emu_pool *pool = arg;
 	struct emu_job *j;
-	unsigned int s;
+	uint64_t t0;
 	uint64_t r;
 	size_t p;
+	unsigned int i;
 
 	pthread_mutex_lock(&pool->lock);
 	while (!pool->quit) {
-		j = NULL;
-		for (s = 0; s < MP_CH_COUNT && !j; s++)
-			if (pool->slot[s] && pool->slot[s]->next < pool->slot[s]->nparts)
-				j = pool->slot[s];
+		j = find_job_locked(pool);
 		if (!j) {
-			pthread_cond_wait(&pool->work, &pool->lock);
+			/* spin a while: at high rates the next piece comes within microseconds */
+			pthread_mutex_unlock(&pool->lock);
+			t0 = emu_now_ns();
+			do {
+				for (i = 0; i < 64 && !atomic_load_explicit(&pool->active,
+									    memory_order_relaxed); i++)
+					emu_cpu_relax();
+			} while (!atomic_load_explicit(&pool->active, memory_order_relaxed) &&
+				 emu_now_ns() - t0 < EMU_WORKER_SPIN_NS);
+			pthread_mutex_lock(&pool->lock);
+			j = find_job_locked(pool);
+			if (!j && !pool->quit) {
+				pool->sleepers++;
+				pthread_cond_wait(&pool->work, &pool->lock);
+				pool->sleepers--;
+			}
 			continue;
 		}
-		p = j->next++;
+		p = claim_locked(pool, j);
 		pthread_mutex_unlock(&pool->lock);
 		r = job_part(j, p);
 		pthread_mutex_lock(&pool->lock);
 		j->mismatches += r;
-		if (++j->done == j->nparts)
+		if (atomic_fetch_add(&j->done, 1) + 1 == j->nparts)
 			pthread_cond_broadcast(&pool->done);
 	}
 	pthread_mutex_unlock(&pool->lock);
@@ -171,7 +334,7 @@ static void *worker_main(void *arg)
 static uint64_t pool_run(struct emu_dev *d, unsigned int slot, struct emu_job *j)
 {
 	struct emu_pool *pool = &d->pool;
-	uint64_t parts, r;
+	uint64_t parts, r, t0;
 	size_t p;
 
 	parts = pool->started ? min64(pool->started + 1u, j->len / d->split_min) : 1;
@@ -182,21 +345,32 @@ static uint64_t pool_run(struct emu_dev *d, unsigned int slot, struct emu_job *j
 	}
 	j->part_len = ((j->len + parts - 1) / parts + 63) & ~(uint64_t)63;
 	j->nparts = (size_t)((j->len + j->part_len - 1) / j->part_len);
-	j->next = j->done = 0;
+	j->next = 0;
+	atomic_store(&j->done, 0);
 	j->mismatches = 0;
 	pthread_mutex_lock(&pool->lock);
 	pool->slot[slot] = j;
-	pthread_cond_broadcast(&pool->work);
+	atomic_fetch_add(&pool->active, 1);
+	if (pool->sleepers)
+		pthread_cond_broadcast(&pool->work);
 	while (j->next < j->nparts) {
-		p = j->next++;
+		p = claim_locked(pool, j);
 		pthread_mutex_unlock(&pool->lock);
 		r = job_part(j, p);
 		pthread_mutex_lock(&pool->lock);
 		j->mismatches += r;
-		j->done++;
+		atomic_fetch_add(&j->done, 1);
 	}
-	while (j->done < j->nparts)
-		pthread_cond_wait(&pool->done, &pool->lock);
+	if (atomic_load(&j->done) < j->nparts) {
+		/* workers are finishing the last parts, which take as long as ours did: spin */
+		pthread_mutex_unlock(&pool->lock);
+		t0 = emu_now_ns();
+		while (atomic_load(&j->done) < j->nparts && emu_now_ns() - t0 < EMU_WORKER_SPIN_NS)
+			emu_cpu_relax();
+		pthread_mutex_lock(&pool->lock);
+		while (atomic_load(&j->done) < j->nparts)
+			pthread_cond_wait(&pool->done, &pool->lock);
+	}
 	pool->slot[slot] = NULL;
 	r = j->mismatches;
 	pthread_mutex_unlock(&pool->lock);
@@ -239,6 +413,7 @@ int emu_test_init(struct emu_test *t, uint64_t fifo)
 	pthread_mutex_init(&t->lock, NULL);
 	atomic_init(&t->control, 0);
 	atomic_init(&t->pg_seed, 0);
+	atomic_init(&t->pg_state, 0);
 	atomic_init(&t->pg_rate, 0);
 	atomic_init(&t->ck_seed, 0);
 	atomic_init(&t->ck_words, 0);
@@ -281,7 +456,8 @@ void emu_test_write(struct emu_dev *d, uint64_t off, uint32_t v)
 	case MP_REG_PATGEN_SEED:
 		pthread_mutex_lock(&t->lock);
 		atomic_store(&t->pg_seed, v);
-		t->pg_gen++;
+		atomic_store_explicit(&t->pg_state, (atomic_load(&t->pg_state) & ~0xffffffffull) +
+				      (1ull << 32) + v, memory_order_release);
 		pthread_mutex_unlock(&t->lock);
 		break;
 	case MP_REG_PATGEN_RATE:
@@ -366,6 +542,28 @@ static void kick(struct emu_chan *ch)
 		pthread_mutex_lock(&ch->lock);
 		pthread_cond_broadcast(&ch->wake);
 		pthread_mutex_unlock(&ch->lock);
+	}
+}
+
+/*
+ * The engine thread's hold on its IOMMU reader lock. It is taken at the descriptor fetch and
+ * kept through the data and the completion record, so that a descriptor that never waits
+ * costs one lock round trip; it is dropped before every wait (pacing, FIFO, stall) and before
+ * any channel lock is taken (no thread takes a channel lock while holding a reader lock).
+ */
+static void mmu_hold(struct emu_chan *ch)
+{
+	if (!ch->mmu_held) {
+		emu_iommu_reader_lock(&ch->dev->mmu, ch->idx);
+		ch->mmu_held = true;
+	}
+}
+
+static void mmu_drop(struct emu_chan *ch)
+{
+	if (ch->mmu_held) {
+		ch->mmu_held = false;
+		emu_iommu_reader_unlock(&ch->dev->mmu, ch->idx);
 	}
 }
 
@@ -511,7 +709,7 @@ void emu_global_reset(struct emu_dev *d)
 	atomic_store(&t->control, 0);
 	atomic_store(&t->pg_seed, 0);
 	atomic_store(&t->pg_rate, 0);
-	t->pg_gen++;
+	atomic_store(&t->pg_state, (atomic_load(&t->pg_state) & ~0xffffffffull) + (1ull << 32));
 	t->src_gen++;
 	atomic_store(&t->ck_seed, 0);
 	t->ck_gen++;
@@ -548,7 +746,6 @@ static void sleep_locked(struct emu_chan *ch, uint64_t until)
 static bool pace_until(struct emu_chan *ch, double t)
 {
 	uint64_t until = t > 0 ? (uint64_t)t : 0, now;
-	unsigned int i;
 
 	for (;;) {
 		now = emu_now_ns();
@@ -564,8 +761,8 @@ static bool pace_until(struct emu_chan *ch, double t)
 			atomic_store(&ch->waiting, 0);
 			pthread_mutex_unlock(&ch->lock);
 		} else {
-			for (i = 0; i < 32; i++)
-				emu_cpu_relax();
+			/* one pause per clock read: a pause is ~140 cycles on recent x86 */
+			emu_cpu_relax();
 		}
 	}
 }
@@ -678,7 +875,7 @@ static bool write_record(struct emu_chan *ch, uint64_t slot, uint32_t bytes, uin
 	uint8_t *p;
 	uint64_t n;
 
-	emu_iommu_reader_lock(mmu, ch->idx);
+	mmu_hold(ch);
 	n = emu_iommu_xlat(mmu, slot + MP_DESC_RESULT_BYTES, 8, EMU_ACC_WRITE, &p);
 	if (n == 8) {
 		/*
@@ -692,7 +889,6 @@ static bool write_record(struct emu_chan *ch, uint64_t slot, uint32_t bytes, uin
 		__atomic_store_n((uint64_t *)(void *)p, (uint64_t)bytes | (uint64_t)status << 32,
 				 __ATOMIC_RELEASE);
 	}
-	emu_iommu_reader_unlock(mmu, ch->idx);
 	return n == 8;
 }
 
@@ -707,6 +903,7 @@ static void fail(struct emu_chan *ch, uint32_t code, bool record, uint64_t slot,
 {
 	if (record)
 		write_record(ch, slot, bytes, error_status(code));
+	mmu_drop(ch);
 	pthread_mutex_lock(&ch->lock);
 	enter_error_locked(ch, code);
 	pthread_mutex_unlock(&ch->lock);
@@ -740,22 +937,31 @@ static double available_ns(struct emu_chan *ch, uint32_t idx, uint64_t now)
 	return (double)(t > run ? t : run);
 }
 
-/* Advances the link cursor over bytes [from, to) of x and waits for it; false if interrupted. */
+/* Time a piece starts (before it is copied), for pace(): 0 when nothing is paced. */
+static double piece_start(struct emu_chan *ch, uint32_t rate_mbps)
+{
+	return ch->dev->link.paced || rate_mbps ? (double)emu_now_ns() : 0;
+}
+
+/* The piece [from, to) of x began at t0 (piece_start, before its data was copied): advances
+ * the link cursor by its model time, from t0 at the earliest, and waits for the cursor.
+ * The copy thus happens inside the modeled time, and idle time is never banked. False if a
+ * request interrupted the wait. */
 static bool pace(struct emu_chan *ch, struct xfer *x, uint32_t mps, uint64_t from, uint64_t to,
-		 uint32_t rate_mbps)
+		 uint32_t rate_mbps, double t0)
 {
 	struct emu_dev *d = ch->dev;
-	double now, dur;
+	double dur;
 
 	if (!d->link.paced && !rate_mbps)
 		return true;
-	now = (double)emu_now_ns();
-	if (ch->cursor_ns < now - SLACK_NS)
-		ch->cursor_ns = now - SLACK_NS;     /* never bank idle time */
+	if (ch->cursor_ns < t0 - SLACK_NS)
+		ch->cursor_ns = t0 - SLACK_NS;     /* never bank idle time */
 	dur = emu_link_cost_ns(&d->link, ch->idx, mps, x->addr, from, to);
 	if (rate_mbps && (double)(to - from) * 1000.0 / rate_mbps > dur)
 		dur = (double)(to - from) * 1000.0 / rate_mbps;
 	ch->cursor_ns += dur;
+	mmu_drop(ch);
 	return pace_until(ch, ch->cursor_ns);
 }
 
@@ -770,6 +976,7 @@ static uint64_t piece_len(struct emu_dev *d, const struct xfer *x)
 /* Waits out an injected stall or a source without data; sets x->err or x->intr. */
 static void stall_forever(struct emu_chan *ch, struct xfer *x)
 {
+	mmu_drop(ch);
 	switch (wait_for(ch, WAIT_NEVER, true, &x->progress)) {
 	case WAIT_TIMEOUT:
 		x->err = MP_ERR_TIMEOUT;
@@ -789,8 +996,9 @@ static void move_c2h(struct emu_chan *ch, struct xfer *x, uint32_t mps)
 	uint32_t src = (atomic_load(&t->control) & MP_REG_TEST_CONTROL_C2H_SOURCE_MASK) >>
 		       MP_REG_TEST_CONTROL_C2H_SOURCE_SHIFT;
 	uint32_t rate = 0, w0 = 0;
-	uint64_t want, n, r, first;
+	uint64_t want, n, r, first, pg;
 	uint8_t *host;
+	double t0;
 	bool eop;
 
 	if (src == MP_C2H_SOURCE_USER && d->cfg.user == EMU_USER_NONE)
@@ -812,6 +1020,7 @@ static void move_c2h(struct emu_chan *ch, struct xfer *x, uint32_t mps)
 		}
 		eop = false;
 		if (src == MP_C2H_SOURCE_LOOPBACK) {
+			mmu_drop(ch);
 			switch (wait_for(ch, WAIT_FIFO_DATA, true, &x->progress)) {
 			case WAIT_OK:
 				break;
@@ -824,28 +1033,31 @@ static void move_c2h(struct emu_chan *ch, struct xfer *x, uint32_t mps)
 			}
 			want = min64(want, fifo_avail(f));
 		} else {
-			pthread_mutex_lock(&t->lock);
 			if (src == MP_C2H_SOURCE_PATTERN) {
-				if (t->pg_seen_gen != t->pg_gen) {
-					t->pg_seen_gen = t->pg_gen;
+				/* lock-free: the seed and its write count in one word */
+				pg = atomic_load_explicit(&t->pg_state, memory_order_acquire);
+				if ((uint32_t)(pg >> 32) != t->pg_seen_gen) {
+					t->pg_seen_gen = (uint32_t)(pg >> 32);
 					t->pg_pos = 0;
 				}
-				w0 = atomic_load(&t->pg_seed) + (uint32_t)t->pg_pos;
-				rate = atomic_load(&t->pg_rate);
+				w0 = (uint32_t)pg + (uint32_t)t->pg_pos;
+				rate = atomic_load_explicit(&t->pg_rate, memory_order_relaxed);
 			} else {
+				pthread_mutex_lock(&t->lock);
 				if (t->user_seen_gen != t->src_gen) {
 					t->user_seen_gen = t->src_gen;
 					t->user_words = 0;
 					t->user_pkt_off = 0;
 				}
 				w0 = (uint32_t)t->user_words;
+				pthread_mutex_unlock(&t->lock);
 			}
-			pthread_mutex_unlock(&t->lock);
 			if (src == MP_C2H_SOURCE_USER && d->cfg.user == EMU_USER_PACKETS)
 				want = min64(want, d->cfg.user_pkt - t->user_pkt_off);
 		}
 
-		emu_iommu_reader_lock(mmu, ch->idx);
+		t0 = piece_start(ch, rate);
+		mmu_hold(ch);
 		n = emu_iommu_xlat(mmu, x->addr + x->done, want, EMU_ACC_WRITE, &host);
 		if (n && src == MP_C2H_SOURCE_LOOPBACK) {
 			r = atomic_load_explicit(&f->rpos, memory_order_relaxed) & (f->cap - 1);
@@ -855,7 +1067,6 @@ static void move_c2h(struct emu_chan *ch, struct xfer *x, uint32_t mps)
 		} else if (n) {
 			do_fill(ch, host, n, w0);
 		}
-		emu_iommu_reader_unlock(mmu, ch->idx);
 		if (!n) {
 			x->err = MP_ERR_BUS_ERROR;
 			return;
@@ -863,6 +1074,7 @@ static void move_c2h(struct emu_chan *ch, struct xfer *x, uint32_t mps)
 		switch (src) {
 		case MP_C2H_SOURCE_LOOPBACK:
 			atomic_fetch_add(&f->rpos, n);
+			mmu_drop(ch);
 			kick(&d->ch[MP_CH_H2C]);
 			break;
 		case MP_C2H_SOURCE_PATTERN:
@@ -880,7 +1092,7 @@ static void move_c2h(struct emu_chan *ch, struct xfer *x, uint32_t mps)
 			break;
 		}
 		x->progress = 0;
-		if (!pace(ch, x, mps, x->done, x->done + n, rate)) {
+		if (!pace(ch, x, mps, x->done, x->done + n, rate, t0)) {
 			x->done += (uint32_t)n;
 			x->intr = true;
 			return;
@@ -908,6 +1120,7 @@ static void move_h2c(struct emu_chan *ch, struct xfer *x, uint32_t mps)
 	uint64_t want, n, w, first, bad = 0;
 	uint32_t w0 = 0, gen = 0;
 	uint8_t *host;
+	double t0;
 
 	while (x->done < x->len) {
 		if (pending_req(ch)) {
@@ -926,6 +1139,7 @@ static void move_h2c(struct emu_chan *ch, struct xfer *x, uint32_t mps)
 		}
 		if (sink == MP_H2C_SINK_LOOPBACK) {
 			/* a full FIFO stalls H2C: back-pressure, not a completion timeout */
+			mmu_drop(ch);
 			if (wait_for(ch, WAIT_FIFO_SPACE, false, &x->progress) != WAIT_OK) {
 				x->intr = true;
 				return;
@@ -938,7 +1152,8 @@ static void move_h2c(struct emu_chan *ch, struct xfer *x, uint32_t mps)
 			pthread_mutex_unlock(&t->lock);
 		}
 
-		emu_iommu_reader_lock(mmu, ch->idx);
+		t0 = piece_start(ch, 0);
+		mmu_hold(ch);
 		n = emu_iommu_xlat(mmu, x->addr + x->done, want, EMU_ACC_READ, &host);
 		if (n && sink == MP_H2C_SINK_LOOPBACK) {
 			w = atomic_load_explicit(&f->wpos, memory_order_relaxed) & (f->cap - 1);
@@ -949,13 +1164,13 @@ static void move_h2c(struct emu_chan *ch, struct xfer *x, uint32_t mps)
 			bad = do_check(ch, host, n, w0);
 		}
 		/* user stream (no user logic) and undefined sinks take the data and drop it */
-		emu_iommu_reader_unlock(mmu, ch->idx);
 		if (!n) {
 			x->err = MP_ERR_BUS_ERROR;
 			return;
 		}
 		if (sink == MP_H2C_SINK_LOOPBACK) {
 			atomic_fetch_add(&f->wpos, n);
+			mmu_drop(ch);
 			kick(&d->ch[MP_CH_C2H]);
 		} else if (sink == MP_H2C_SINK_CHECKER) {
 			pthread_mutex_lock(&t->lock);
@@ -966,7 +1181,7 @@ static void move_h2c(struct emu_chan *ch, struct xfer *x, uint32_t mps)
 			pthread_mutex_unlock(&t->lock);
 		}
 		x->progress = 0;
-		if (!pace(ch, x, mps, x->done, x->done + n, 0)) {
+		if (!pace(ch, x, mps, x->done, x->done + n, 0, t0)) {
 			x->done += (uint32_t)n;
 			x->intr = true;
 			return;
@@ -1010,11 +1225,10 @@ static void run_one(struct emu_chan *ch, uint32_t idx, uint32_t tail)
 	}
 	/* 2. fetch: a failed fetch leaves no record */
 	slot = base + (uint64_t)MP_ENGINE_DESC_SIZE * (idx & (size - 1));
-	emu_iommu_reader_lock(mmu, ch->idx);
+	mmu_hold(ch);
 	n = emu_iommu_xlat(mmu, slot, MP_ENGINE_DESC_SIZE, EMU_ACC_READ, &p);
 	if (n == MP_ENGINE_DESC_SIZE)
 		memcpy(w, p, sizeof(w));
-	emu_iommu_reader_unlock(mmu, ch->idx);
 	if (n != MP_ENGINE_DESC_SIZE) {
 		fail(ch, MP_ERR_BUS_ERROR, false, 0, 0);
 		return;
@@ -1059,10 +1273,12 @@ static void run_one(struct emu_chan *ch, uint32_t idx, uint32_t tail)
 
 	if (x.intr) {
 		/* ABORT ends the descriptor with a record; RESET and close forget it */
+		mmu_drop(ch);
 		pthread_mutex_lock(&ch->lock);
 		if ((atomic_load(&ch->ctl) & (EMU_CTL_ABORT | EMU_CTL_RESET | EMU_CTL_QUIT)) ==
 		    EMU_CTL_ABORT) {
 			write_record(ch, slot, x.done, error_status(MP_ERR_ABORTED));
+			mmu_drop(ch);
 			enter_error_locked(ch, MP_ERR_ABORTED);
 		}
 		pthread_mutex_unlock(&ch->lock);
@@ -1079,8 +1295,12 @@ static void run_one(struct emu_chan *ch, uint32_t idx, uint32_t tail)
 		fail(ch, MP_ERR_BUS_ERROR, false, 0, 0);
 		return;
 	}
+	mmu_drop(ch);
 	atomic_store_explicit(&ch->head, idx + 1, memory_order_release);
-	atomic_fetch_add_explicit(&ch->bytes, x.done, memory_order_release);
+	/* only this thread changes BYTES while a descriptor is in flight: no RMW needed */
+	atomic_store_explicit(&ch->bytes,
+			      atomic_load_explicit(&ch->bytes, memory_order_relaxed) + x.done,
+			      memory_order_release);
 	if (x.ctrl & MP_DESC_CTRL_IRQ_MASK)
 		emu_irq_raise(d, ch->idx == MP_CH_C2H ? MP_IRQ_C2H_DONE_BIT : MP_IRQ_H2C_DONE_BIT);
 	if (x.ctrl & MP_DESC_CTRL_STOP_MASK) {
@@ -1128,11 +1348,13 @@ static void *chan_main(void *arg)
 	for (;;) {
 		c = atomic_load(&ch->ctl);
 		if (c & ~EMU_CTL_RUN) {
+			atomic_store(&ch->inflight, 0);
 			if (handle_requests(ch))
 				break;
 			continue;
 		}
 		if (!(c & EMU_CTL_RUN)) {
+			atomic_store(&ch->inflight, 0);
 			if (chan_state(ch) == MP_STATE_RUNNING) {
 				/* halted: RUN = 0 arrived while a descriptor was in flight */
 				pthread_mutex_lock(&ch->lock);
@@ -1148,20 +1370,23 @@ static void *chan_main(void *arg)
 		head = atomic_load_explicit(&ch->head, memory_order_relaxed);
 		tail = atomic_load_explicit(&ch->tail, memory_order_acquire);
 		if (head == tail) {
+			atomic_store(&ch->inflight, 0);
 			idle_wait(ch);
 			continue;
 		}
-		atomic_store(&ch->inflight, 1);
-		if (atomic_load(&ch->ctl) != EMU_CTL_RUN) {
-			atomic_store(&ch->inflight, 0);
-			continue;
-		}
+		/* claim (still claimed when descriptors follow back to back), then re-check the
+		 * requests: see the protocol at the top of this file */
+		if (!atomic_load_explicit(&ch->inflight, memory_order_relaxed))
+			atomic_store(&ch->inflight, 1);
+		if (atomic_load(&ch->ctl) != EMU_CTL_RUN)
+			continue;   /* the loop clears the claim and handles it */
 		head = atomic_load_explicit(&ch->head, memory_order_relaxed);
 		tail = atomic_load_explicit(&ch->tail, memory_order_acquire);
 		if (head != tail)
 			run_one(ch, head, tail);
-		atomic_store(&ch->inflight, 0);
+		mmu_drop(ch);
 	}
+	mmu_drop(ch);
 	return NULL;
 }
 
@@ -1198,7 +1423,9 @@ int emu_engine_start(struct emu_dev *d)
 	pthread_cond_init(&pool->done, NULL);
 	pool->nthreads = d->cfg.workers < 0 ? auto_workers(d) : (unsigned int)d->cfg.workers;
 	pool->started = 0;
+	pool->sleepers = 0;
 	pool->quit = false;
+	atomic_init(&pool->active, 0);
 	if (pool->nthreads) {
 		pool->threads = calloc(pool->nthreads, sizeof(pthread_t));
 		if (!pool->threads) {

@@ -35,7 +35,7 @@ int emu_iommu_init(struct emu_iommu *mmu, uint64_t base, uint64_t seed)
 
 	pthread_mutex_init(&mmu->lock, NULL);
 	for (i = 0; i < EMU_READERS; i++)
-		pthread_mutex_init(&mmu->reader[i], NULL);
+		pthread_mutex_init(&mmu->reader[i].m, NULL);
 	mmu->n = mmu->cap = 0;
 	mmu->maps = NULL;
 	mmu->next = mmu->base = base;
@@ -49,7 +49,7 @@ void emu_iommu_destroy(struct emu_iommu *mmu)
 
 	free(mmu->maps);
 	for (i = 0; i < EMU_READERS; i++)
-		pthread_mutex_destroy(&mmu->reader[i]);
+		pthread_mutex_destroy(&mmu->reader[i].m);
 	pthread_mutex_destroy(&mmu->lock);
 }
 
@@ -58,7 +58,7 @@ static void lock_readers(struct emu_iommu *mmu)
 	unsigned int i;
 
 	for (i = 0; i < EMU_READERS; i++)
-		pthread_mutex_lock(&mmu->reader[i]);
+		pthread_mutex_lock(&mmu->reader[i].m);
 }
 
 static void unlock_readers(struct emu_iommu *mmu)
@@ -66,7 +66,7 @@ static void unlock_readers(struct emu_iommu *mmu)
 	unsigned int i;
 
 	for (i = EMU_READERS; i-- > 0;)
-		pthread_mutex_unlock(&mmu->reader[i]);
+		pthread_mutex_unlock(&mmu->reader[i].m);
 }
 
 int emu_iommu_add(struct emu_iommu *mmu, struct emu_map *m)
@@ -132,12 +132,12 @@ void emu_iommu_remove(struct emu_iommu *mmu, struct emu_map *m)
 
 void emu_iommu_reader_lock(struct emu_iommu *mmu, unsigned int reader)
 {
-	pthread_mutex_lock(&mmu->reader[reader]);
+	pthread_mutex_lock(&mmu->reader[reader].m);
 }
 
 void emu_iommu_reader_unlock(struct emu_iommu *mmu, unsigned int reader)
 {
-	pthread_mutex_unlock(&mmu->reader[reader]);
+	pthread_mutex_unlock(&mmu->reader[reader].m);
 }
 
 uint64_t emu_iommu_xlat(struct emu_iommu *mmu, uint64_t iova, uint64_t len,

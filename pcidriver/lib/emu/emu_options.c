@@ -163,12 +163,13 @@ static int set_link(struct emu_config *c, const char *v)
 
 enum {
 	K_LINK, K_BW, K_LAT, K_TLP, K_MPS, K_MRRS, K_MSI, K_MEM, K_KMAX, K_IOVA, K_SEED, K_FIFO,
-	K_SPIN, K_SG, K_WORKERS, K_STALL, K_BUSERR, K_DROPIRQ, K_USER, K_CFGWR, K_CLOCK, K_COUNT
+	K_SPIN, K_SG, K_WORKERS, K_STALL, K_BUSERR, K_DROPIRQ, K_USER, K_CFGWR, K_CLOCK, K_MAXSEG,
+	K_COUNT
 };
 
 static const char *const keys[K_COUNT] = {
 	"link", "bw", "lat", "tlp", "mps", "mrrs", "msi", "mem", "kmax", "iova", "seed", "fifo",
-	"spin", "sg", "workers", "stall", "buserr", "dropirq", "user", "cfgwr", "clock",
+	"spin", "sg", "workers", "stall", "buserr", "dropirq", "user", "cfgwr", "clock", "maxseg",
 };
 
 static void defaults(struct emu_config *c)
@@ -342,6 +343,13 @@ static int parse_item(struct emu_config *c, const char *item, size_t len, unsign
 			bad(item, len, "expected random, merged or pages");
 			return -EINVAL;
 		}
+		break;
+	case K_MAXSEG:
+		if (parse_size(v, &u) || (u && (u < EMU_PAGE || (u & (EMU_PAGE - 1))))) {
+			bad(item, len, "expected 0 (no limit) or a multiple of 4K");
+			return -EINVAL;
+		}
+		c->maxseg = u;
 		break;
 	case K_WORKERS:
 		if (!strcmp(v, "auto")) {

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bench_emu: figures of the virtual board (not a test; docs/virtual-board.md quotes them).
+ *
+ *   bench_emu ops [DEVICE] [N]        CPU per 4 KiB C2H operation, submit + poll the record,
+ *                                     one at a time and 32 per doorbell (emu:link=ideal)
+ *   bench_emu rate DEVICE [MiB] [DESC] C2H and H2C throughput alone and both at once,
+ *                                     against the preset's model rate
+ *
+ * Uses the public libpcidriver C API only, like an application would. Output: CSV lines
+ * after a '#' header, one per measurement.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mprace/engine_spec.h"
+#include "pcidriver/pcidriver.h"
+
+static uint64_t ns_of(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "bench_emu: %s: %s\n", what, pd_strerror(rc));
+	exit(1);
+}
+
+struct ring {
+	struct pd_regs *r;
+	unsigned int ch;
+	pd_kmem *km;
+	uint8_t *mem;
+	uint32_t size, tail;
+};
+
+static void ring_init(pd_device *dev, struct pd_regs *r, struct ring *q, unsigned int ch,
+		      uint32_t size)
+{
+	uint64_t bus;
+	int rc = pd_kmem_alloc(dev, (size_t)size * MP_ENGINE_DESC_SIZE, &q->km);
+
+	if (rc)
+		die("kmem", rc);
+	q->r = r;
+	q->ch = ch;
+	q->mem = pd_kmem_ptr(q->km);
+	q->size = size;
+	q->tail = 0;
+	bus = pd_kmem_bus_addr(q->km);
+	pd_reg_write32(r, MP_CH_BASE(ch) + MP_CHREG_RING_BASE_LO, (uint32_t)bus);
+	pd_reg_write32(r, MP_CH_BASE(ch) + MP_CHREG_RING_BASE_HI, (uint32_t)(bus >> 32));
+	pd_reg_write32(r, MP_CH_BASE(ch) + MP_CHREG_RING_SIZE, size);
+	pd_reg_write32(r, MP_CH_BASE(ch) + MP_CHREG_CONTROL, MP_CHREG_CONTROL_RUN_MASK);
+}
+
+static uint32_t *slot(struct ring *q, uint32_t n)
+{
+	return (uint32_t *)(void *)(q->mem + (size_t)(n & (q->size - 1)) * MP_ENGINE_DESC_SIZE);
+}
+
+static void put(struct ring *q, uint64_t addr, uint32_t len)
+{
+	uint32_t *d = slot(q, q->tail++);
+
+	d[MP_DESC_ADDR_LO / 4] = (uint32_t)addr;
+	d[MP_DESC_ADDR_HI / 4] = (uint32_t)(addr >> 32);
+	d[MP_DESC_LEN / 4] = len;
+	d[MP_DESC_CTRL / 4] = 0;
+	d[MP_DESC_RESULT_BYTES / 4] = 0;
+	d[MP_DESC_RESULT_STATUS / 4] = 0;
+}
+
+static void doorbell(struct ring *q)
+{
+	pd_reg_write32(q->r, MP_CH_BASE(q->ch) + MP_CHREG_TAIL, q->tail);
+}
+
+static void poll_done(struct ring *q, uint32_t n)
+{
+	uint32_t *st = slot(q, n) + MP_DESC_RESULT_STATUS / 4;
+
+	while (!(__atomic_load_n(st, __ATOMIC_ACQUIRE) & MP_DESC_RESULT_STATUS_DONE_MASK))
+		__builtin_ia32_pause();
+	if (__atomic_load_n(st, __ATOMIC_ACQUIRE) != MP_DESC_RESULT_STATUS_DONE_MASK) {
+		fprintf(stderr, "bench_emu: descriptor %u failed: 0x%x\n", n, *st);
+		exit(1);
+	}
+}
+
+static void ops(const char *name, long n)
+{
+	pd_device *dev;
+	struct pd_regs r;
+	struct ring q;
+	pd_kmem *buf;
+	uint64_t bus, w0, c0, w, c;
+	long i, j;
+	int rc, batch;
+
+	if ((rc = pd_open(name, &dev)) || (rc = pd_regs_get(dev, 0, &r)))
+		die(name, rc);
+	if ((rc = pd_kmem_alloc(dev, 4096, &buf)))
+		die("kmem", rc);
+	bus = pd_kmem_bus_addr(buf);
+	pd_reg_write32(&r, MP_REG_TEST_CONTROL, MP_C2H_SOURCE_PATTERN);
+	ring_init(dev, &r, &q, MP_CH_C2H, 1024);
+	printf("# device,mode,ops,wall_ns_per_op,cpu_ns_per_op\n");
+	for (batch = 1; batch <= 32; batch *= 32) {
+		for (i = 0; i < n / 10; i++) {   /* warm up */
+			put(&q, bus, 4096);
+			doorbell(&q);
+			poll_done(&q, q.tail - 1);
+		}
+		w0 = ns_of(CLOCK_MONOTONIC);
+		c0 = ns_of(CLOCK_THREAD_CPUTIME_ID);
+		for (i = 0; i < n; i += batch) {
+			for (j = 0; j < batch; j++)
+				put(&q, bus, 4096);
+			doorbell(&q);
+			for (j = batch; j > 0; j--)
+				poll_done(&q, q.tail - (uint32_t)j);
+		}
+		w = ns_of(CLOCK_MONOTONIC) - w0;
+		c = ns_of(CLOCK_THREAD_CPUTIME_ID) - c0;
+		printf("%s,%s,%ld,%.1f,%.1f\n", name, batch == 1 ? "one-at-a-time" : "32-per-doorbell",
+		       n, (double)w / n, (double)c / n);
+	}
+	pd_close(dev);
+}
+
+struct stream {
+	pd_device *dev;
+	struct pd_regs *r;
+	struct ring q;
+	pd_kmem *buf;
+	unsigned int ch;
+	uint64_t total;
+	uint32_t desc;
+	double secs;
+};
+
+/* Keeps the ring between half and completely full of desc-sized descriptors until total
+ * bytes have moved: refills (one doorbell) whenever it has drained to half. */
+static void *stream_main(void *arg)
+{
+	struct stream *s = arg;
+	uint64_t bus = pd_kmem_bus_addr(s->buf), t0, queued = 0, done = 0;
+	uint32_t nbuf = (uint32_t)(pd_kmem_size(s->buf) / s->desc), base = s->q.tail, head;
+
+	t0 = ns_of(CLOCK_MONOTONIC);
+	while (done < s->total) {
+		head = base + (uint32_t)(done / s->desc);
+		if (queued < s->total && s->q.tail - head < s->q.size / 2) {
+			while (queued < s->total && s->q.tail - head < s->q.size) {
+				put(&s->q, bus + (uint64_t)(s->q.tail % nbuf) * s->desc, s->desc);
+				queued += s->desc;
+			}
+			doorbell(&s->q);   /* only when something new was queued */
+		}
+		poll_done(&s->q, head);
+		done += s->desc;
+	}
+	s->secs = (double)(ns_of(CLOCK_MONOTONIC) - t0) / 1e9;
+	return NULL;
+}
+
+static void rate(const char *name, uint64_t mib, uint32_t desc)
+{
+	struct stream s[MP_CH_COUNT];
+	pd_device *dev;
+	struct pd_regs r;
+	pthread_t t[MP_CH_COUNT];
+	unsigned int ch, mode;
+	int rc;
+	static const char *const modes[] = { "C2H", "H2C", "both" };
+
+	if ((rc = pd_open(name, &dev)) || (rc = pd_regs_get(dev, 0, &r)))
+		die(name, rc);
+	pd_reg_write32(&r, MP_REG_TEST_CONTROL, MP_C2H_SOURCE_PATTERN |
+			   (MP_H2C_SINK_CHECKER << MP_REG_TEST_CONTROL_H2C_SINK_SHIFT));
+	for (ch = 0; ch < MP_CH_COUNT; ch++) {
+		memset(&s[ch], 0, sizeof(s[ch]));
+		s[ch].dev = dev;
+		s[ch].r = &r;
+		s[ch].ch = ch;
+		s[ch].total = mib << 20;
+		s[ch].desc = desc;
+		if ((rc = pd_kmem_alloc(dev, 64u << 20, &s[ch].buf)))
+			die("kmem", rc);
+		memset(pd_kmem_ptr(s[ch].buf), 0, 64u << 20);
+		ring_init(dev, &r, &s[ch].q, ch, 256);
+	}
+	printf("# device,direction,MiB,desc_bytes,MB_per_s\n");
+	for (mode = 0; mode < 3; mode++) {
+		for (ch = 0; ch < MP_CH_COUNT; ch++)
+			if (mode == 2 || mode == ch)
+				pthread_create(&t[ch], NULL, stream_main, &s[ch]);
+		for (ch = 0; ch < MP_CH_COUNT; ch++)
+			if (mode == 2 || mode == ch) {
+				pthread_join(t[ch], NULL);
+				printf("%s,%s%s,%llu,%u,%.0f\n", name, modes[mode],
+				       mode == 2 ? (ch ? ":H2C" : ":C2H") : "",
+				       (unsigned long long)mib, desc, (double)(mib << 20) / s[ch].secs / 1e6);
+			}
+	}
+	pd_close(dev);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "ops")) {
+		ops(argc > 2 ? argv[2] : "emu:link=ideal", argc > 3 ? atol(argv[3]) : 200000);
+		return 0;
+	}
+	if (argc >= 3 && !strcmp(argv[1], "rate")) {
+		rate(argv[2], argc > 3 ? strtoull(argv[3], NULL, 0) : 1024,
+		     argc > 4 ? (uint32_t)strtoul(argv[4], NULL, 0) : 4u << 20);
+		return 0;
+	}
+	fprintf(stderr, "usage: bench_emu ops [DEVICE] [N] | bench_emu rate DEVICE [MiB] [DESC]\n");
+	return 2;
+}
