@@ -180,25 +180,58 @@ static void holder(int ready_fd)
 	_exit(0);
 }
 
-/* A child that allocates and frees in a loop until killed. */
-static void churner(unsigned int seed)
+/*
+ * A child that keeps four handles, each with a mapped BAR, a kmem and a umem, replacing one
+ * per round (alloc, map, pin, free in varying order) and touching every mapping it holds,
+ * until killed. After an unbind its next touch of a revoked mapping raises SIGBUS.
+ */
+static void churner(const char *path, unsigned int seed)
 {
-	char *buf = malloc(64 << 10);
-	pd_device *dev;
-	pd_kmem *km;
-	pd_umem *um;
+	struct held {
+		pd_device *dev;
+		struct pd_regs regs;
+		pd_kmem *km;
+		pd_umem *um;
+	} held[4];
+	char *buf = malloc(4 * (64 << 10));
+	unsigned int it, k, j;
+	struct held *h;
 
-	for (;;) {
-		if (pd_open("/dev/fpga0", &dev))
-			continue;
+	memset(held, 0, sizeof(held));
+	for (it = 0;; it++) {
+		struct held n = { 0 };
+
 		seed = seed * 1103515245 + 12345;
-		if (!pd_kmem_alloc(dev, 4096 << (seed % 4), &km) && (seed & 0x10))
-			pd_kmem_free(km);
-		if (!pd_umem_map(dev, buf + (seed % 4096), 16384 + (seed % 30000),
-				 PD_DMA_BIDIRECTIONAL, &um) && (seed & 0x20))
-			pd_umem_unmap(um);
-		if (seed & 0x40)
-			pd_close(dev);	/* else: leaked to the kill */
+		if (!pd_open(path, &n.dev)) {
+			if (pd_regs_get(n.dev, 0, &n.regs))
+				n.regs.mmio = NULL;
+			if (pd_kmem_alloc(n.dev, 4096 << (seed % 4), &n.km))
+				n.km = NULL;
+			if (pd_umem_map(n.dev, buf + (it % 4) * (64 << 10) + seed % 4096,
+					16384 + seed % 30000, PD_DMA_BIDIRECTIONAL, &n.um))
+				n.um = NULL;
+			/* replace a held handle (the new one is open: never hold nothing) */
+			h = &held[it % 4];
+			if (h->dev) {
+				if (h->km && (seed & 0x10))
+					pd_kmem_free(h->km);
+				if (h->um && (seed & 0x20))
+					pd_umem_unmap(h->um);
+				pd_close(h->dev);	/* releases whatever is left */
+			}
+			*h = n;
+		} else {
+			sleep_ms(1);
+		}
+		for (k = 0; k < 4; k++) {
+			for (j = 0; j < 16; j++) {
+				if (held[k].regs.mmio &&
+				    pd_reg_read32(&held[k].regs, EDU_ID) != 0x010000ed)
+					_exit(4);
+				if (held[k].km)
+					((volatile uint8_t *)pd_kmem_ptr(held[k].km))[j * 64] = (uint8_t)j;
+			}
+		}
 	}
 }
 
@@ -273,7 +306,7 @@ static void lifetime_run(void)
 	for (i = 0; i < 16; i++) {
 		pids[i] = fork();
 		if (pids[i] == 0)
-			churner(i * 7919 + 1);
+			churner("/dev/fpga0", i * 7919 + 1);
 	}
 	for (i = 0; i < 16; i++) {
 		sleep_ms(20 + (i * 37) % 60);
@@ -406,6 +439,7 @@ static const char *const unbind_checks[] = {
 	"unbind: its DMA memory was released and unpinned at unbind",
 	"unbind: rebinding gives a working /dev/fpga1 while the old file is open",
 	"unbind: the old files close cleanly afterwards",
+	"unbind: under 8 busy processes (alloc, mmap, pin, register reads) each gets SIGBUS",
 	NULL,
 };
 
@@ -434,8 +468,9 @@ static void unbind_run(void)
 	uint32_t v = 0;
 	uint8_t cfg[4];
 	void *buf = NULL, *p;
-	int fd, ret, a, b, c, d, e;
+	int fd, ret, a, b, c, d, e, i, ok, status;
 	long pin_before, pin_after;
+	pid_t pids[8];
 
 	if (posix_memalign(&buf, 4096, 16384) || pd_open("/dev/fpga1", &dev) || pd_info(dev, &info) || pd_regs_get(dev, 0, &regs) ||
 	    pd_kmem_alloc(dev, 8192, &km) ||
@@ -491,6 +526,30 @@ static void unbind_run(void)
 	pd_close(dev);	/* unmaps and frees what it still tracks: all fail with ENODEV */
 	CHECK(unbind_checks[8], all_released(1) && vm_pin_kb() == 0, "VmPin %ld", vm_pin_kb());
 	free(buf);
+
+	/* every busy process holds live mappings, so each must die of SIGBUS once they are revoked */
+	for (i = 0; i < 8; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0)
+			churner("/dev/fpga1", i * 104729 + 3);
+	}
+	sleep_ms(400);
+	ret = sysfs_write("/sys/bus/pci/drivers/pcidriver/unbind", info.name);
+	sleep_ms(300);
+	ok = !ret;
+	for (i = 0, c = 0; i < 8; i++) {
+		if (waitpid(pids[i], &status, WNOHANG) == 0) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], &status, 0);
+		}
+		c += WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS;
+	}
+	ok &= c == 8;
+	a = sysfs_write("/sys/bus/pci/drivers_probe", info.name);
+	b = wait_node(1, 1, 2000);
+	CHECK(unbind_checks[9], ok && !a && !b && all_released(1),
+	      "unbind %s, %d of 8 got SIGBUS, rebind %s/%s", errname(ret), c, errname(a),
+	      errname(b));
 }
 
 const struct pdt_group grp_unbind = { "unbind", unbind_checks, unbind_run };
