@@ -750,6 +750,9 @@ bool EngineState::waitIrq(TransferState *t, Clock::time_point deadline, bool for
 			int rc = pd_irq_wait(dev, v, static_cast<std::uint32_t>(slice.count()));
 			if (rc > 0)
 				ackVector(v);
+			else if (rc < 0 && rc != -ETIMEDOUT)
+				// -EINTR or a failing device: rescan at the slice's pace, never spin.
+				std::this_thread::sleep_for(std::min(slice, std::chrono::milliseconds(1)));
 			for (auto &o : ch) {
 				if (o.get() == &c)
 					continue;
