@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 // libmprace without data movement: opening and identifying a board, registers, buffers, the
 // descriptor ring and splitting, and every misuse error of the C++ API.
+#include <dlfcn.h>
+
 #include <algorithm>
+#include <atomic>
 #include <random>
 #include <vector>
 
@@ -258,6 +261,75 @@ START_TEST(test_test_logic_registers)
 }
 END_TEST
 
+
+// ---- identification against other engines ----
+// The virtual board always identifies as our engine. To see what the library does with another
+// MAGIC or VERSION, this executable interposes pd_regs_get (ELF symbol interposition: libmprace
+// calls it through the PLT) and, while `faking` is set, wraps the virtual board's register read
+// callback so that MAGIC and VERSION read other values.
+namespace {
+std::atomic<bool> faking{false};
+std::atomic<std::uint32_t> fake_magic{0}, fake_version{0};
+std::uint32_t (*real_read32)(void *, std::uint64_t);
+
+std::uint32_t fakeRead32(void *ctx, std::uint64_t off)
+{
+	if (off == MP_REG_MAGIC)
+		return fake_magic.load();
+	if (off == MP_REG_VERSION)
+		return fake_version.load();
+	return real_read32(ctx, off);
+}
+} // namespace
+
+extern "C" int pd_regs_get(pd_device *dev, unsigned int bar, struct pd_regs *regs)
+{
+	using Fn = int (*)(pd_device *, unsigned int, struct pd_regs *);
+	static Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "pd_regs_get"));
+	int rc = real(dev, bar, regs);
+	if (rc == 0 && faking.load() && bar == 0 && !regs->mmio && regs->read32) {
+		real_read32 = regs->read32;
+		regs->read32 = fakeRead32;
+	}
+	return rc;
+}
+
+START_TEST(test_identification_checks)
+{
+	faking = true;
+	fake_magic = MP_ENGINE_MAGIC;
+	fake_version = ((MP_ENGINE_VERSION_MAJOR + 1) << 16) | 0;
+	ck_assert_errno(Board("emu:"), EPROTONOSUPPORT);
+	try {
+		Board b("emu:");
+	} catch (const Error &e) {
+		ck_assert_msg(std::strstr(e.what(), "2.0") != nullptr, "message: %s", e.what());
+	}
+	fake_version = (MP_ENGINE_VERSION_MAJOR << 16) | 7; // a newer minor version only adds
+	{
+		Board b("emu:");
+		ck_assert_uint_eq(b.info().versionMinor, 7);
+		DMAEngine e(b);
+	}
+	fake_version = (MP_ENGINE_VERSION_MAJOR << 16);
+	fake_magic = 0x12345678;
+	try {
+		Board b("emu:");
+		ck_abort_msg("a wrong MAGIC was accepted");
+	} catch (const Error &e) {
+		ck_assert_int_eq(e.code().value(), ENODEV);
+		ck_assert_msg(std::strstr(e.what(), "0x12345678") != nullptr, "message: %s", e.what());
+	}
+	// NoCheck opens it for bring-up, but no engine runs on it.
+	Board raw("emu:", Board::NoCheck);
+	ck_assert(!raw.info().isOurEngine());
+	ck_assert_uint_eq(raw.getRegister(MP_REG_MAGIC), 0x12345678);
+	ck_assert_uint_eq(raw.getRegister(MP_REG_SCRATCH), raw.getRegister(MP_REG_SCRATCH));
+	ck_assert_errno(DMAEngine(raw), ENODEV);
+	faking = false;
+}
+END_TEST
+
 // ---- buffers and ring ----
 
 START_TEST(test_kernel_buffer)
@@ -471,6 +543,7 @@ extern "C" Suite *test_suite(void)
 	tcase_add_test(tc, test_registers);
 	tcase_add_test(tc, test_closed_board);
 	tcase_add_test(tc, test_test_logic_registers);
+	tcase_add_test(tc, test_identification_checks);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("buffers");
 	tcase_add_test(tc, test_kernel_buffer);
