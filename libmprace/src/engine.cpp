@@ -954,10 +954,19 @@ std::uint64_t Transfer::length() const { return need(st_)->length; }
 
 bool Transfer::done() { return need(st_)->ch->eng->isDone(st_); }
 
+namespace {
+// Timeouts beyond ~100 years (microseconds::max() included) mean "forever"; adding them to
+// now() would overflow the clock's representation.
+constexpr auto kForever = std::chrono::hours(24 * 365 * 100);
+} // namespace
+
 bool Transfer::wait(std::chrono::microseconds timeout)
 {
 	detail::TransferState *t = need(st_);
-	if (!t->ch->eng->wait(t, detail::Clock::now() + timeout, false))
+	bool forever = timeout >= kForever;
+	if (timeout.count() < 0)
+		timeout = std::chrono::microseconds(0);
+	if (!t->ch->eng->wait(t, forever ? detail::Clock::now() : detail::Clock::now() + timeout, forever))
 		return false;
 	if (t->err)
 		detail::throwTransferError(t);
@@ -969,7 +978,9 @@ std::uint64_t Transfer::get()
 	detail::TransferState *t = need(st_);
 	detail::EngineState &e = *t->ch->eng;
 	std::int64_t ms = e.wait_timeout_ms.load(std::memory_order_relaxed);
-	if (!e.wait(t, detail::Clock::now() + std::chrono::milliseconds(ms), ms == 0)) {
+	bool forever = ms == 0 || std::chrono::milliseconds(ms) >= kForever;
+	if (!e.wait(t, forever ? detail::Clock::now() : detail::Clock::now() + std::chrono::milliseconds(ms),
+		    forever)) {
 		if (e.abortOne(t))
 			throw DMAError(ETIMEDOUT, MP_ERR_ABORTED, t->ch->id, t->bytes,
 				       std::string("mprace: ") + to_string(t->ch->id) +
