@@ -149,7 +149,7 @@ begin
     elsif us_tick = '1' then
       v.timer := r.timer + 1;
     end if;
-    if unsigned(ctrl.timeout_us) /= 0 and r.timer >= unsigned(ctrl.timeout_us) and
+    if unsigned(ctrl.timeout_us) /= 0 and r.timer > unsigned(ctrl.timeout_us) and
        r.halted = '0' then
       v.abort      := '1';
       v.abort_code := code(ERR_TIMEOUT_c);

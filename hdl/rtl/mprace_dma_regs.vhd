@@ -64,6 +64,8 @@ architecture rtl of mprace_dma_regs is
   type code_arr_t  is array (0 to 1) of code_t;
 
   type two_process_r is record
+    rd_pend    : std_logic;                    -- a read is being answered
+    rd_addr    : std_logic_vector(11 downto 0);
     rdata      : std_logic_vector(31 downto 0);
     rvalid     : std_logic;
     scratch    : std_logic_vector(31 downto 0);
@@ -93,7 +95,8 @@ architecture rtl of mprace_dma_regs is
     bytes_hi   : slv32_arr_t;
   end record;
   constant R_INIT_c : two_process_r := (
-    rdata => (others => '0'), rvalid => '0', scratch => (others => '0'),
+    rd_pend => '0', rd_addr => (others => '0'), rdata => (others => '0'), rvalid => '0',
+    scratch => (others => '0'),
     cycle_hi => (others => '0'), irq_status => (others => '0'),
     irq_enable => (others => '0'), test_ctrl => (others => '0'), test_wr => '0',
     pg_seed => (others => '0'), pg_seed_wr => '0', pg_rate => (others => '0'),
@@ -154,6 +157,12 @@ begin
       off := a - CH_H2C_BASE_c;
     end if;
     wbit := reg_wdata;
+    -- a read is answered a clock after reg_rd, so that it sees every effect of the writes
+    -- before it (the test-logic and channel pulses are registered once)
+    v.rd_pend := reg_rd;
+    if reg_rd = '1' then
+      v.rd_addr := reg_addr;
+    end if;
 
     ---------------------------------------------------------------------- software writes
     if reg_wr = '1' then
@@ -264,6 +273,16 @@ begin
     end if;
 
     ---------------------------------------------------------------------- reads
+    a := to_integer(unsigned(r.rd_addr));
+    ch := -1;
+    off := 0;
+    if a >= CH_C2H_BASE_c and a < CH_C2H_BASE_c + CH_WINDOW_c then
+      ch := CH_C2H_c;
+      off := a - CH_C2H_BASE_c;
+    elsif a >= CH_H2C_BASE_c and a < CH_H2C_BASE_c + CH_WINDOW_c then
+      ch := CH_H2C_c;
+      off := a - CH_H2C_BASE_c;
+    end if;
     rd := (others => '0');
     if ch >= 0 then
       if off = CHREG_CONTROL_c then
@@ -286,7 +305,7 @@ begin
         rd := r.timeout(ch);
       elsif off = CHREG_BYTES_LO_c then
         rd := std_logic_vector(r.bytes(ch)(31 downto 0));
-        if reg_rd = '1' then
+        if r.rd_pend = '1' then
           v.bytes_hi(ch) := std_logic_vector(r.bytes(ch)(63 downto 32));
         end if;
       elsif off = CHREG_BYTES_HI_c then
@@ -320,7 +339,7 @@ begin
           rd := r.scratch;
         when REG_CYCLE_LO_c =>
           rd := std_logic_vector(cycle(31 downto 0));
-          if reg_rd = '1' then
+          if r.rd_pend = '1' then
             v.cycle_hi := std_logic_vector(cycle(63 downto 32));
           end if;
         when REG_CYCLE_HI_c =>
@@ -348,7 +367,7 @@ begin
           null;
       end case;
     end if;
-    if reg_rd = '1' then
+    if r.rd_pend = '1' then
       v.rdata  := rd;
       v.rvalid := '1';
     end if;
@@ -394,6 +413,7 @@ begin
     if rising_edge(clk) then
       r <= r_next;
       if rst = '1' then
+        r.rd_pend    <= '0';
         r.rvalid     <= '0';
         r.scratch    <= (others => '0');
         r.irq_status <= (others => '0');

@@ -418,6 +418,800 @@ async def h2c_random(dut):
     tb.check_protocol()
 
 
+# ------------------------------------------------------------------------------ more helpers
+
+async def halt(tb, ch):
+    """RUN = 0 and wait for IDLE (TEST_CONTROL may only change while both channels are IDLE)."""
+    await tb.ch_control(ch, run=0)
+    await tb.wait_state(ch, "IDLE")
+
+
+def tlp_ends(addr, length, mps):
+    """Byte counts at which the engine's write TLPs end for a buffer (MPS-aligned splits)."""
+    ends, pos = [], 0
+    while pos < length:
+        pos = min(length, pos + mps - (addr + pos) % mps)
+        ends.append(pos)
+    return ends
+
+
+async def wait_for(cond, timeout_us, what, step_ns=200):
+    t_end = get_sim_time("ns") + timeout_us * 1000
+    while not cond():
+        if get_sim_time("ns") > t_end:
+            raise AssertionError(f"timed out waiting for {what}")
+        await Timer(step_ns, "ns")
+
+
+# ------------------------------------------------------------------------------ test logic
+
+@cocotb.test()
+async def test_logic(dut):
+    tb = make_tb(dut)
+    await tb.init()
+    rng = tb.rng
+
+    # pattern generator: a counter stream that runs on across descriptors (and wraps at 2**32)
+    seed = 0xFFFFFF00
+    await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=SRC_GEN))
+    await tb.wr("PATGEN_SEED", seed)
+    cring = Ring(tb, C2H, 8)
+    await cring.configure()
+    lengths = [rand_len(rng, small=True) for _ in range(6)]
+    bufs = alloc_buffers(tb, lengths)
+    await tb.ch_control(C2H, run=1)
+    await run_ring(tb, cring, [(a, n, 0) for a, o, n in bufs])
+    word = seed
+    for k, (a, o, n) in enumerate(bufs):
+        check_record(cring, k, n)
+        assert bytes(tb.mem[o:o + n]) == pattern_bytes(word, n // 4), f"pattern, descriptor {k}"
+        word += n // 4
+    # a new seed restarts the stream, even with words generated ahead
+    await halt(tb, C2H)
+    await tb.wr("PATGEN_SEED", 0x100)
+    bufs2 = alloc_buffers(tb, [4096, 36])
+    await tb.ch_control(C2H, run=1)
+    base = cring.tail
+    await run_ring(tb, cring, [(a, n, 0) for a, o, n in bufs2])
+    assert bytes(tb.mem[bufs2[0][1]:bufs2[0][1] + 4096]) == pattern_bytes(0x100, 1024)
+    assert bytes(tb.mem[bufs2[1][1]:bufs2[1][1] + 36]) == pattern_bytes(0x100 + 1024, 9)
+    check_record(cring, base, 4096)
+
+    # rate limit: PATGEN_RATE MB/s, measured in simulated time
+    await halt(tb, C2H)
+    rate, nbytes = 1000, 40 << 10
+    await tb.wr("PATGEN_RATE", rate)
+    await tb.wr("PATGEN_SEED", 7)
+    (a, o, n), = alloc_buffers(tb, [nbytes])
+    await cring.submit([(a, n, 0)])
+    t0 = get_sim_time("ns")
+    await tb.ch_control(C2H, run=1)
+    await cring.wait_done(cring.tail - 1, poll_ns=100)
+    elapsed = get_sim_time("ns") - t0
+    got = nbytes / elapsed * 1000                        # MB/s
+    tb.log.info("PATGEN_RATE %d MB/s: measured %.1f MB/s", rate, got)
+    assert abs(got - rate) < 0.05 * rate, f"generator ran at {got:.0f} MB/s, set {rate}"
+    assert bytes(tb.mem[o:o + n]) == pattern_bytes(7, n // 4)
+    cring.head = cring.tail
+    await halt(tb, C2H)
+    await tb.wr("PATGEN_RATE", 0)
+
+    # checker: counts words and mismatches exactly
+    check_seed = rng.getrandbits(32)
+    await tb.wr("TEST_CONTROL", TEST_CONTROL(H2C_SINK=1))
+    await tb.wr("CHECK_SEED", check_seed)
+    assert await tb.rd("CHECK_WORDS") == 0
+    hring = Ring(tb, H2C, 8)
+    await hring.configure()
+    lengths = [rand_len(rng, small=True) for _ in range(7)]
+    bufs = alloc_buffers(tb, lengths)
+    word = check_seed
+    for a, o, n in bufs:
+        tb.mem[o:o + n] = pattern_bytes(word, n // 4)
+        word += n // 4
+    bad = rng.sample(range(sum(lengths) // 4), 3)
+    wpos = 0
+    for a, o, n in bufs:
+        for b in bad:
+            if wpos <= b < wpos + n // 4:
+                tb.mem[o + 4 * (b - wpos)] ^= 0x40
+        wpos += n // 4
+    await tb.ch_control(H2C, run=1)
+    await run_ring(tb, hring, [(a, n, S.ctrl(eop=1)) for a, o, n in bufs])
+    await tb.clocks(4)
+    assert await tb.rd("CHECK_WORDS") == sum(lengths) // 4
+    assert await tb.rd("CHECK_ERRORS") == 3
+    await tb.wr("CHECK_SEED", 0)
+    words, errors = await tb.rd("CHECK_WORDS"), await tb.rd("CHECK_ERRORS")
+    assert (words, errors) == (0, 0), f"CHECK_SEED did not restart the counts: {words}, {errors}"
+    await halt(tb, H2C)
+    await halt(tb, C2H)
+
+    # loopback: H2C data comes back through C2H, split into other descriptors; the loopback
+    # never ends packets, so H2C's EOP does not end C2H descriptors
+    await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=SRC_LOOP, H2C_SINK=SRC_LOOP))
+    hl = [rand_len(rng, small=True) for _ in range(6)]
+    total = sum(hl)
+    cl = []
+    while sum(cl) < total:
+        cl.append(min(total - sum(cl), 4 * rng.randint(1, 1500)))
+    hbufs = alloc_buffers(tb, hl)
+    cbufs = alloc_buffers(tb, cl)
+    data = tb.rand_bytes(total)
+    pos = 0
+    for a, o, n in hbufs:
+        tb.mem[o:o + n] = data[pos:pos + n]
+        pos += n
+    cbase, hbase = cring.tail, hring.tail
+    await tb.ch_control(C2H, run=1)
+    await tb.ch_control(H2C, run=1)
+    cdone = cocotb.start_soon(run_ring(tb, cring, [(a, n, 0) for a, o, n in cbufs]))
+    await run_ring(tb, hring, [(a, n, S.ctrl(eop=int(rng.random() < 0.5))) for a, o, n in hbufs])
+    await cdone
+    pos = 0
+    for k, (a, o, n) in enumerate(cbufs):
+        check_record(cring, cbase + k, n)
+        assert bytes(tb.mem[o:o + n]) == data[pos:pos + n], f"loopback, C2H descriptor {k}"
+        pos += n
+    for k, (a, o, n) in enumerate(hbufs):
+        check_record(hring, hbase + k, n)
+    tb.check_protocol()
+
+
+# ------------------------------------------------------------------------------ interrupts
+
+@cocotb.test()
+async def interrupts(dut):
+    tb = make_tb(dut)
+    await tb.init()
+    nvec = 1 << ((tb.msi_vectors - 1).bit_length())
+    caps = await tb.rd("CAPS")
+    assert S.get(caps, "CAPS", "MSI_VECTORS") == min(nvec, 8)
+    vec = {name: (S.irq_vector[name] if nvec >= 4 else 0) for name in S.irq_vector}
+    bit = {name: 1 << S.irq_bit[name] for name in S.irq_bit}
+    expected = [0] * 32
+
+    async def settle():
+        await Timer(1, "us")
+        assert tb.msi == expected, f"MSI counts {tb.msi[:4]}, expected {expected[:4]}"
+
+    await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=SRC_GEN, H2C_SINK=1))
+    cring, hring = Ring(tb, C2H, 16), Ring(tb, H2C, 16)
+    await cring.configure()
+    await hring.configure()
+    buf, _ = tb.alloc(4096)
+    await tb.ch_control(C2H, run=1)
+    await tb.ch_control(H2C, run=1)
+
+    async def one(ring, irq=1):
+        await ring.submit([(buf, 256, S.ctrl(irq=irq))])
+        await ring.wait_done(ring.tail - 1)
+
+    await tb.wr("IRQ_ENABLE", 0x7)
+    await one(cring)
+    expected[vec["C2H_DONE"]] += 1
+    await settle()
+    assert await tb.rd("IRQ_STATUS") == bit["C2H_DONE"]
+    await one(cring)                   # the bit is still set: no new interrupt
+    await one(cring, irq=0)            # no CTRL.IRQ: nothing
+    await settle()
+    await tb.wr("IRQ_STATUS", bit["C2H_DONE"])
+    assert await tb.rd("IRQ_STATUS") == 0
+    await one(cring, irq=0)
+    await settle()
+    assert await tb.rd("IRQ_STATUS") == 0
+    await one(cring)                   # cleared, then set again: a new interrupt
+    expected[vec["C2H_DONE"]] += 1
+    await settle()
+    await one(hring)
+    expected[vec["H2C_DONE"]] += 1
+    await settle()
+    assert await tb.rd("IRQ_STATUS") == bit["C2H_DONE"] | bit["H2C_DONE"]
+
+    # masked sources set IRQ_STATUS but raise nothing until enabled
+    await tb.wr("IRQ_STATUS", 0x7)
+    await tb.wr("IRQ_ENABLE", bit["ERROR"])
+    await one(cring)
+    await one(hring)
+    await settle()
+    assert await tb.rd("IRQ_STATUS") == bit["C2H_DONE"] | bit["H2C_DONE"]
+    await tb.wr("IRQ_ENABLE", 0x7)     # enabled while pending: both raise now
+    expected[vec["C2H_DONE"]] += 1
+    if nvec >= 4:
+        expected[vec["H2C_DONE"]] += 1
+    await Timer(1, "us")
+    if nvec < 4:
+        # pending together: one message on the shared vector is enough
+        assert tb.msi[0] in (expected[0], expected[0] + 1)
+        expected[0] = tb.msi[0]
+    await settle()
+
+    # the error source
+    await halt(tb, C2H)
+    await tb.ch_control(C2H, abort=1)
+    await tb.wait_state(C2H, "ERROR")
+    expected[vec["ERROR"]] += 1
+    await settle()
+    assert await tb.rd("IRQ_STATUS") & bit["ERROR"]
+    await tb.ch_control(C2H, reset=1)
+
+    # legacy INTx while MSI is off: the line follows IRQ_STATUS and IRQ_ENABLE
+    await tb.pdev.disable_msi()
+    await tb.clocks(4)
+    assert S.get(await tb.rd("CAPS"), "CAPS", "MSI_VECTORS") == 0
+    assert int(dut.cfg_interrupt_int.value) & 1 == 1
+    await tb.wr("IRQ_STATUS", 0x7)
+    await tb.rd("IRQ_STATUS")          # the write has arrived
+    assert int(dut.cfg_interrupt_int.value) & 1 == 0
+    await one(hring)
+    await tb.clocks(4)
+    assert int(dut.cfg_interrupt_int.value) & 1 == 1
+    await tb.wr("IRQ_ENABLE", 0)
+    await tb.rd("IRQ_ENABLE")
+    assert int(dut.cfg_interrupt_int.value) & 1 == 0
+    await settle()                     # and no MSI while MSI is off
+    tb.check_protocol()
+
+
+# ------------------------------------------------------------------------------ abort and reset
+
+@cocotb.test()
+async def abort_reset(dut):
+    tb = make_tb(dut)
+    await tb.init()
+    rng = tb.rng
+    cring, hring = Ring(tb, C2H, 8), Ring(tb, H2C, 8)
+    await cring.configure()
+    await hring.configure()
+
+    # C2H: the source stops part way; ABORT writes the record of what was written
+    (a, o, n), = alloc_buffers(tb, [16 << 10])
+    tb.mem[o:o + n] = bytes(n)
+    sent = tb.rand_bytes(6000)
+    tb.c2h.send(sent)
+    await cring.submit([(a, n, S.ctrl(irq=1))])
+    await tb.ch_control(C2H, run=1)
+    await tb.c2h.idle.wait()
+    await Timer(2, "us")
+    await tb.ch_control(C2H, abort=1)
+    await tb.wait_state(C2H, "ERROR")
+    await expect_state(tb, C2H, "ERROR", S.err["ABORTED"])
+    written = max(e for e in tlp_ends(a, n, tb.mps) if e <= len(sent))
+    check_record(cring, 0, written, code=S.err["ABORTED"])
+    assert bytes(tb.mem[o:o + written]) == sent[:written]
+    assert bytes(tb.mem[o + written:o + n]) == bytes(n - written)
+    assert await tb.ch_rd(C2H, "HEAD") == 0
+    assert await tb.rd("IRQ_STATUS") == 1 << S.irq_bit["ERROR"]
+    # RESET forgets the data already taken from the source; the channel works again
+    await reset_channel(tb, C2H, cring)
+    assert await tb.bytes_moved(C2H) == 0
+    fresh = tb.rand_bytes(4096 + 64)
+    tb.c2h.send(fresh)
+    bufs = alloc_buffers(tb, [4096, 64])
+    await tb.ch_control(C2H, run=1)
+    await run_ring(tb, cring, [(a, n, 0) for a, o, n in bufs])
+    assert bytes(tb.mem[bufs[0][1]:bufs[0][1] + 4096]) == fresh[:4096]
+    assert bytes(tb.mem[bufs[1][1]:bufs[1][1] + 64]) == fresh[4096:]
+    check_record(cring, 1, 64)
+
+    # H2C: abort a long descriptor while the sink is slow; the record counts the bytes handed
+    # to the sink, and exactly those arrive
+    tb.h2c.start()
+    tb.h2c.pause = pause_pattern(rng, busy=0.9, burst=30)
+    (a, o, n), = alloc_buffers(tb, [128 << 10])
+    data = tb.rand_bytes(n)
+    tb.mem[o:o + n] = data
+    await hring.submit([(a, n, 0)])
+    await tb.ch_control(H2C, run=1)
+    await wait_for(lambda: len(tb.h2c.data) > 4096, 200, "H2C data")
+    await tb.ch_control(H2C, abort=1)
+    await tb.wait_state(H2C, "ERROR")
+    await expect_state(tb, H2C, "ERROR", S.err["ABORTED"])
+    await hring.wait_done(0)
+    rb, st = hring.result(0)
+    check_record(hring, 0, rb, code=S.err["ABORTED"])
+    assert 4096 < rb < n and rb % 4 == 0
+    tb.h2c.pause = None
+    await wait_not_busy(tb, H2C)
+    await Timer(1, "us")
+    assert bytes(tb.h2c.data) == data[:rb]
+    await reset_channel(tb, H2C, hring)
+    tb.h2c.data.clear()
+    tb.h2c.lasts.clear()
+    (a, o, n), = alloc_buffers(tb, [3000])
+    tb.mem[o:o + n] = data[:n]
+    await tb.ch_control(H2C, run=1)
+    await run_ring(tb, hring, [(a, n, S.ctrl(eop=1))])
+    assert bytes(tb.h2c.data) == data[:n] and tb.h2c.lasts == [n]
+
+    # RESET in the middle of transfers (channel and global), then the engine is usable
+    await halt(tb, C2H)
+    await halt(tb, H2C)
+    await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=SRC_GEN, H2C_SINK=1))
+    for how in ("channel", "global"):
+        (ca, co, cn), (ha, ho, hn) = alloc_buffers(tb, [256 << 10, 256 << 10])
+        slots = {C2H: cring.tail % cring.entries, H2C: hring.tail % hring.entries}
+        await cring.submit([(ca, cn, 0)])
+        await hring.submit([(ha, hn, 0)])
+        await tb.ch_control(C2H, run=1)
+        await tb.ch_control(H2C, run=1)
+        await Timer(rng.randint(2, 8), "us")
+        if how == "channel":
+            await tb.ch_control(C2H, reset=1)
+            await tb.ch_control(H2C, reset=1)
+        else:
+            await tb.wr("CONTROL", S.val("CONTROL", RESET=1))
+            await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=SRC_GEN, H2C_SINK=1))
+        for ch, ring in ((C2H, cring), (H2C, hring)):
+            await wait_not_busy(tb, ch)
+            await expect_state(tb, ch, "IDLE", busy=0)
+            assert await tb.ch_rd(ch, "HEAD") == 0 and await tb.ch_rd(ch, "TAIL") == 0
+            assert ring.result(slots[ch])[1] == 0, f"{ch}: record written for a reset descriptor"
+            ring.tail = ring.head = 0
+        await tb.wr("PATGEN_SEED", 0x55)
+        await tb.wr("CHECK_SEED", 0x66)
+        (ca, co, cn), (ha, ho, hn) = alloc_buffers(tb, [8192, 8192])
+        tb.mem[ho:ho + hn] = pattern_bytes(0x66, hn // 4)
+        await tb.ch_control(C2H, run=1)
+        await tb.ch_control(H2C, run=1)
+        await run_ring(tb, cring, [(ca, cn, 0)])
+        await run_ring(tb, hring, [(ha, hn, 0)])
+        assert bytes(tb.mem[co:co + cn]) == pattern_bytes(0x55, cn // 4)
+        await tb.clocks(4)
+        assert (await tb.rd("CHECK_WORDS"), await tb.rd("CHECK_ERRORS")) == (hn // 4, 0)
+        await halt(tb, C2H)
+        await halt(tb, H2C)
+        for ch, ring in ((C2H, cring), (H2C, hring)):
+            await tb.ch_control(ch, reset=1)
+            ring.tail = ring.head = 0
+    tb.check_protocol()
+
+
+# ------------------------------------------------------------------------------ timeouts
+
+@cocotb.test()
+async def timeouts(dut):
+    tb = make_tb(dut)
+    await tb.init()
+    TMO = S.err["TIMEOUT"]
+    cring, hring = Ring(tb, C2H, 8), Ring(tb, H2C, 8)
+
+    # C2H: no source data for TIMEOUT_US
+    await cring.configure(timeout_us=5)
+    (a, o, n), = alloc_buffers(tb, [1024])
+    await cring.submit([(a, n, 0)])
+    t0 = get_sim_time("ns")
+    await tb.ch_control(C2H, run=1)
+    await cring.wait_done(0, poll_ns=100)
+    elapsed = get_sim_time("ns") - t0
+    assert 5000 <= elapsed < 8000, f"C2H timed out after {elapsed} ns, TIMEOUT_US 5"
+    check_record(cring, 0, 0, code=TMO)
+    await expect_state(tb, C2H, "ERROR", TMO)
+    await reset_channel(tb, C2H, cring)
+    # data that stops part way: the record counts what was written
+    sent = tb.rand_bytes(1000)
+    tb.c2h.send(sent)
+    (a, o, n), = alloc_buffers(tb, [3000])
+    await cring.submit([(a, n, 0)])
+    await tb.ch_control(C2H, run=1)
+    await cring.wait_done(0)
+    written = max(e for e in tlp_ends(a, n, tb.mps) if e <= len(sent))
+    check_record(cring, 0, written, code=TMO)
+    assert bytes(tb.mem[o:o + written]) == sent[:written]
+    await reset_channel(tb, C2H, cring)
+    # a descriptor fetch that gets no answer: TIMEOUT, no record
+    hole = 0x2000_0000_0000
+    tb.completer.black_hole(hole, 1 << 20, core_timeout_ns=30_000)
+    cring2 = Ring(tb, C2H, 8, base=(hole, 0))
+    await cring2.configure(timeout_us=4)
+    await tb.ch_wr(C2H, "TAIL", 1)
+    await tb.ch_control(C2H, run=1)
+    await tb.wait_state(C2H, "ERROR", timeout_us=20)
+    await expect_state(tb, C2H, "ERROR", TMO, busy=1)   # the fetch is still out
+    await wait_not_busy(tb, C2H, timeout_us=60)          # until the core times it out
+    await reset_channel(tb, C2H, cring)
+
+    # H2C: reads into a black hole; the engine times out first, the core's completion timeout
+    # (emulated) frees the tag later; until then the channel stays BUSY
+    await hring.configure(timeout_us=10)
+    tb.h2c.start()
+    hole2 = 0x3000_0000_0000
+    tb.completer.black_hole(hole2, 1 << 20, core_timeout_ns=40_000)
+    t0 = get_sim_time("ns")
+    await hring.submit([(hole2 + 0x40, 8192, 0)])
+    await tb.ch_control(H2C, run=1)
+    await hring.wait_done(0, poll_ns=100)
+    elapsed = get_sim_time("ns") - t0
+    assert 10_000 <= elapsed < 14_000, f"H2C timed out after {elapsed} ns, TIMEOUT_US 10"
+    check_record(hring, 0, 0, code=TMO)
+    await expect_state(tb, H2C, "ERROR", TMO, busy=1)
+    await tb.ch_control(H2C, reset=1)
+    await expect_state(tb, H2C, "IDLE", busy=1)          # RESET: BUSY until the reads are gone
+    await wait_not_busy(tb, H2C, timeout_us=60)
+    assert get_sim_time("ns") - t0 >= 40_000
+    hring.tail = hring.head = 0
+    # with TIMEOUT_US = 0 the core's completion timeout ends the descriptor
+    await hring.configure(timeout_us=0)
+    tb.completer.holes = [(hole2, hole2 + (1 << 20), 15_000)]
+    (a, o, n), = alloc_buffers(tb, [4096])
+    data = tb.rand_bytes(n)
+    tb.mem[o:o + n] = data
+    await hring.submit([(a, n, 0), (hole2, 4096, 0)])
+    await tb.ch_control(H2C, run=1)
+    await hring.wait_done(1, timeout_us=50)
+    check_record(hring, 0, n)
+    check_record(hring, 1, 0, code=TMO)
+    assert bytes(tb.h2c.data) == data
+    await reset_channel(tb, H2C, hring)
+    # and the channel works again
+    tb.h2c.data.clear()
+    await tb.ch_control(H2C, run=1)
+    await run_ring(tb, hring, [(a, n, 0)])
+    assert bytes(tb.h2c.data) == data
+    tb.check_protocol()
+
+
+# ------------------------------------------------------------------------------ descriptor errors
+
+@cocotb.test()
+async def desc_errors(dut):
+    tb = make_tb(dut)
+    await tb.init()
+    ch = os.environ.get("MPRACE_CHANNEL", C2H)
+    E = S.err
+    max_len = S.engine["max_desc_len"]
+    if ch == C2H:
+        await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=SRC_GEN))
+    else:
+        await tb.wr("TEST_CONTROL", TEST_CONTROL(H2C_SINK=1))
+    ring = Ring(tb, ch, 8)
+    await ring.configure()
+    buf, boff = tb.alloc(8192)
+    errbit = 1 << S.irq_bit["ERROR"]
+
+    async def case(name, bad, code, record=True):
+        """descriptor 0 fine, 1 bad, 2 fine: 0 completes, 1 fails with code, 2 is untouched"""
+        await ring.submit([(buf, 64, 0), bad, (buf, 64, 0)])
+        await tb.ch_control(ch, run=1)
+        await tb.wait_state(ch, "ERROR")
+        await expect_state(tb, ch, "ERROR", code)
+        check_record(ring, 0, 64)
+        if record:
+            check_record(ring, 1, 0, code=code)
+        else:
+            assert ring.result(1) == (0, 0), f"{name}: record written"
+        assert ring.result(2) == (0, 0), f"{name}: descriptor after the error processed"
+        assert await tb.ch_rd(ch, "HEAD") == 1, name
+        assert await tb.rd("IRQ_STATUS") & errbit, name
+        await tb.wr("IRQ_STATUS", errbit)
+        await reset_channel(tb, ch, ring)
+
+    await case("length 0", (buf, 0, 0), E["DESC_LENGTH"])
+    await case("length above max", (buf, max_len + 4, 0), E["DESC_LENGTH"])
+    await case("reserved LEN bit", (buf, 64, 0, 64 | 1 << 25), E["DESC_RESERVED"])
+    await case("reserved LEN bit 31", (buf, 0, 0, 1 << 31), E["DESC_RESERVED"])
+    await case("reserved CTRL bit 3", (buf, 64, 1 << 3), E["DESC_RESERVED"])
+    await case("reserved CTRL bit 31", (buf, 64, 1 << 31 | 1), E["DESC_RESERVED"])
+    await case("address not aligned", (buf + 2, 64, 0), E["DESC_ALIGN"])
+    await case("length not aligned", (buf, 66, 0), E["DESC_ALIGN"])
+    # order of the checks: reserved before length before alignment
+    await case("reserved and length", (buf + 1, 0, 1 << 4), E["DESC_RESERVED"])
+    await case("length and alignment", (buf + 1, 0, 0), E["DESC_LENGTH"])
+    if ch == H2C:
+        # a read the host cannot serve (UR): the data before it arrives, then BUS_ERROR
+        hi = 0x1_0000_0000
+        tb.high_region(hi, 8192)
+        await case("unmapped buffer", (0x4000_0000_0000, 64, 0), E["BUS_ERROR"])
+        await tb.wr("TEST_CONTROL", TEST_CONTROL(H2C_SINK=SRC_USER))
+        tb.h2c.start()
+        tb.h2c.data.clear()
+        await ring.submit([(hi + 4096, 8192, 0)])
+        await tb.ch_control(ch, run=1)
+        await tb.wait_state(ch, "ERROR")
+        await expect_state(tb, ch, "ERROR", E["BUS_ERROR"])
+        check_record(ring, 0, 4096, code=E["BUS_ERROR"])
+        assert len(tb.h2c.data) == 4096
+        await reset_channel(tb, ch, ring)
+    else:
+        # a posted write cannot fail on the device side: the record says DONE (the virtual
+        # board is stricter, docs/dma-engine.md section 5)
+        await ring.submit([(0x4000_0000_0000, 64, 0)])
+        await tb.ch_control(ch, run=1)
+        await ring.wait_done(0)
+        check_record(ring, 0, 64)
+        await halt(tb, ch)
+        await reset_channel(tb, ch, ring)
+
+    # ring configuration: nothing is fetched and no record is written
+    async def ring_case(name, base, size, tail):
+        await tb.ch_wr(ch, "RING_BASE_LO", base & 0xFFFFFFFF)
+        await tb.ch_wr(ch, "RING_BASE_HI", base >> 32)
+        await tb.ch_wr(ch, "RING_SIZE", size)
+        before = bytes(tb.mem[ring.off:ring.off + 8 * DESC])
+        reads = tb.completer_reads
+        await tb.ch_wr(ch, "TAIL", tail)
+        await tb.ch_control(ch, run=1)
+        await tb.wait_state(ch, "ERROR")
+        await expect_state(tb, ch, "ERROR", E["RING_CONFIG"])
+        assert bytes(tb.mem[ring.off:ring.off + 8 * DESC]) == before, name
+        assert tb.completer_reads == reads, f"{name}: descriptors were fetched"
+        assert await tb.ch_rd(ch, "HEAD") == 0
+        await reset_channel(tb, ch, ring)
+
+    tb.completer_reads = 0
+    orig = tb.completer.handle
+
+    async def counting(tlp):
+        tb.completer_reads += 1
+        await orig(tlp)
+    tb.rc.register_rx_tlp_handler(TlpType.MEM_READ, counting)
+    tb.rc.register_rx_tlp_handler(TlpType.MEM_READ_64, counting)
+    ring.put(0, buf, 64, 0)
+    await ring_case("base not 32-byte aligned", ring.addr + 16, 8, 1)
+    await ring_case("size not a power of two", ring.addr, 6, 1)
+    await ring_case("size below minimum", ring.addr, 1, 1)
+    await ring_case("size above maximum", ring.addr, 2 * S.engine["ring_max_entries"], 1)
+    await ring_case("TAIL - HEAD above size", ring.addr, 4, 5)
+    await ring.configure()
+
+    # a descriptor fetch the host cannot serve: BUS_ERROR, no record
+    await tb.ch_wr(ch, "RING_BASE_LO", 0)
+    await tb.ch_wr(ch, "RING_BASE_HI", 0x4000)
+    await tb.ch_wr(ch, "TAIL", 1)
+    await tb.ch_control(ch, run=1)
+    await tb.wait_state(ch, "ERROR")
+    await expect_state(tb, ch, "ERROR", E["BUS_ERROR"])
+    await reset_channel(tb, ch, ring)
+    await ring.configure()
+    # and the channel still works
+    await tb.ch_control(ch, run=1)
+    await run_ring(tb, ring, [(buf, 4096, 0)])
+    check_record(ring, 0, 4096)
+    tb.check_protocol()
+
+
+# ------------------------------------------------------------------------------ ring control
+
+@cocotb.test()
+async def ring_control(dut):
+    tb = make_tb(dut)
+    await tb.init()
+    rng = tb.rng
+    await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=SRC_GEN, H2C_SINK=1))
+    await tb.wr("PATGEN_SEED", 0)
+    await tb.wr("CHECK_SEED", 0)
+
+    # CTRL.STOP: the channel goes IDLE after that descriptor and RUN=1 continues at HEAD
+    cring = Ring(tb, C2H, 4)
+    await cring.configure()
+    lengths = [rand_len(rng, small=True) for _ in range(5)]
+    bufs = alloc_buffers(tb, lengths)
+    await cring.submit([(a, n, S.ctrl(stop=int(k == 1))) for k, (a, o, n) in enumerate(bufs[:4])])
+    await tb.ch_control(C2H, run=1)
+    await cring.wait_done(1)
+    cring.capture(0)
+    cring.capture(1)
+    await tb.wait_state(C2H, "IDLE")
+    assert await tb.ch_rd(C2H, "CONTROL") == 0
+    assert await tb.ch_rd(C2H, "HEAD") == 2
+    await Timer(2, "us")
+    assert cring.result(2) == (0, 0), "descriptor after STOP processed"
+    cring.head = 2
+    await tb.ch_control(C2H, run=1)
+    await run_ring(tb, cring, [(a, n, 0) for a, o, n in bufs[4:]])
+    word = 0
+    for k, (a, o, n) in enumerate(bufs):
+        check_record(cring, k, n)
+        assert bytes(tb.mem[o:o + n]) == pattern_bytes(word, n // 4), f"descriptor {k}"
+        word += n // 4
+
+    # the smallest ring, wrapped several times, appended to while running
+    await halt(tb, C2H)
+    await reset_channel(tb, C2H, cring)
+    await tb.wr("PATGEN_SEED", 0)
+    small = Ring(tb, C2H, S.engine["ring_min_entries"])
+    await small.configure()
+    lengths = [rand_len(rng, small=True) for _ in range(7)]
+    bufs = alloc_buffers(tb, lengths)
+    await tb.ch_control(C2H, run=1)
+    await run_ring(tb, small, [(a, n, 0) for a, o, n in bufs])
+    word = 0
+    for k, (a, o, n) in enumerate(bufs):
+        check_record(small, k, n)
+        assert bytes(tb.mem[o:o + n]) == pattern_bytes(word, n // 4), f"descriptor {k}"
+        word += n // 4
+    assert await tb.ch_rd(C2H, "HEAD") == 7
+
+    # RUN = 0 in the middle of a list: what is in flight finishes, the channel goes IDLE,
+    # fetched descriptors are fetched again on the next RUN, and no data is lost or repeated
+    hring = Ring(tb, H2C, 16)
+    await hring.configure()
+    lengths = [16 << 10] * 10
+    bufs = alloc_buffers(tb, lengths)
+    word = 0
+    for a, o, n in bufs:
+        tb.mem[o:o + n] = pattern_bytes(word, n // 4)
+        word += n // 4
+    await hring.submit([(a, n, 0) for a, o, n in bufs])
+    await tb.ch_control(H2C, run=1)
+    await hring.wait_done(0)
+    await tb.ch_control(H2C, run=0)
+    await tb.wait_state(H2C, "IDLE")
+    head = await tb.ch_rd(H2C, "HEAD")
+    assert 1 <= head < 10, f"HEAD {head} after RUN = 0"
+    await Timer(3, "us")
+    assert await tb.ch_rd(H2C, "HEAD") == head
+    assert not hring.done(head)
+    await tb.ch_control(H2C, run=1)
+    await hring.wait_done(9)
+    await tb.clocks(4)
+    assert (await tb.rd("CHECK_WORDS"), await tb.rd("CHECK_ERRORS")) == (sum(lengths) // 4, 0)
+    for k in range(10):
+        check_record(hring, k, lengths[k])
+    tb.check_protocol()
+
+
+# ------------------------------------------------------------------------------ 64-bit addresses
+
+@cocotb.test()
+async def addr64(dut):
+    """Ring and buffers above 4 GiB, buffers crossing the 4 GiB boundary (4-dword TLPs)."""
+    tb = make_tb(dut)
+    await tb.init()
+    base = 0x1_FFFF_0000
+    region = tb.high_region(base, 0x20000)
+    cring = Ring(tb, C2H, 8, base=(0x2_0000_8000, None))
+    hring = Ring(tb, H2C, 8, base=(0x2_0000_9000, None))
+
+    def put(ring, n, addr, length):
+        o = ring.addr - base + (n % ring.entries) * DESC
+        region.mem[o:o + DESC] = struct.pack("<QIIIIQ", addr, length, 0, 0, 0, 0)
+
+    def result(ring, n):
+        o = ring.addr - base + (n % ring.entries) * DESC
+        return struct.unpack_from("<II", region.mem, o + S.desc["RESULT_BYTES"])
+
+    for ring in (cring, hring):
+        await ring.configure()
+    c_addr, h_addr, n = 0x1_FFFF_D004, 0x1_FFFF_F008, 12288   # both cross 4 GiB
+    data = tb.rand_bytes(n)
+    region.mem[h_addr - base:h_addr - base + n] = data
+    tb.c2h.send(data)
+    tb.h2c.start()
+    put(cring, 0, c_addr, n)
+    put(hring, 0, h_addr, n)
+    await tb.ch_wr(C2H, "TAIL", 1)
+    await tb.ch_wr(H2C, "TAIL", 1)
+    await tb.ch_control(C2H, run=1)
+    await tb.ch_control(H2C, run=1)
+    await wait_for(lambda: result(cring, 0)[1] and result(hring, 0)[1], 200, "records")
+    assert result(cring, 0) == (n, 1) and result(hring, 0) == (n, 1)
+    assert bytes(region.mem[c_addr - base:c_addr - base + n]) == data
+    assert bytes(tb.h2c.data) == data
+    tb.check_protocol()
+
+
+# ------------------------------------------------------------------------------ throughput
+
+def link_limits(mps, addr64=False):
+    """The TLP-limited maximum of the modelled Gen3 x8 link and of the 256-bit interface for
+    payloads of `mps` bytes, in GB/s (10**9 bytes/s)."""
+    from cocotbext.pcie.core.port import PCIE_GEN_RATE
+    lanes, gen = 8, 3
+    raw = PCIE_GEN_RATE[gen] * lanes / 8                 # bytes/s on the wire
+    hdr = 16 if addr64 else 12                            # memory write / completion header
+    wire = mps + hdr + 8                                  # + sequence number, LCRC, framing
+    link = raw * mps / wire / 1e9
+    # one TLP per packet on the 256-bit interface at 250 MHz: writes have a 4-dword
+    # descriptor on RQ, completions a 3-dword one on RC
+    beats_wr = -(-(16 + mps) // 32)
+    beats_cpl = -(-(12 + mps) // 32)
+    return dict(link=link, rq=mps / (beats_wr * 4.0), rc=mps / (beats_cpl * 4.0))
+
+
+@cocotb.test()
+async def throughput(dut):
+    tb = make_tb(dut, monitor=False)
+    await tb.init()
+    total = env_int("MPRACE_BYTES", 1 << 20)
+    dlen = min(total, 256 << 10)
+    lim = link_limits(tb.mps)
+    rows = []
+    for ch, sel in ((C2H, dict(C2H_SOURCE=SRC_GEN)), (H2C, dict(H2C_SINK=1))):
+        await tb.wr("TEST_CONTROL", TEST_CONTROL(**sel))
+        ring = Ring(tb, ch, 16)
+        await ring.configure()
+        a, o = tb.alloc(total)
+        if ch == H2C:
+            await tb.wr("CHECK_SEED", 0)
+            tb.mem[o:o + total] = pattern_bytes(0, total // 4)
+        else:
+            await tb.wr("PATGEN_SEED", 0)
+        await ring.submit([(a + k, dlen, 0) for k in range(0, total, dlen)])
+        t0 = get_sim_time("ns")
+        await tb.ch_control(ch, run=1)
+        await ring.wait_done(total // dlen - 1, timeout_us=5000, poll_ns=20)
+        t = get_sim_time("ns") - t0
+        gbs = total / t
+        if ch == C2H:
+            assert bytes(tb.mem[o:o + total]) == pattern_bytes(0, total // 4)
+            bound = min(lim["link"], lim["rq"])
+        else:
+            await tb.clocks(4)
+            assert (await tb.rd("CHECK_WORDS"), await tb.rd("CHECK_ERRORS")) == (total // 4, 0)
+            bound = min(lim["link"], lim["rc"])
+        rows.append((ch, total, t, gbs, lim["link"], bound))
+        await halt(tb, ch)
+    out = hdl_runner.build_root() / "throughput.csv"
+    with open(out, "w") as f:
+        f.write("direction,bytes,ns,GBps,link_tlp_max_GBps,tlp_max_GBps,percent_of_max\n")
+        for ch, nb, t, g, link, bound in rows:
+            f.write(f"{ch},{nb},{t:.0f},{g:.3f},{link:.3f},{bound:.3f},{100 * g / bound:.1f}\n")
+    for ch, nb, t, g, link, bound in rows:
+        tb.log.info("%s: %d bytes in %.0f ns = %.3f GB/s; TLP-limited max %.3f GB/s "
+                    "(link %.3f, 256-bit interface %.3f): %.1f %%", ch, nb, t, g, bound, link,
+                    lim["rq" if ch == C2H else "rc"], 100 * g / bound)
+        print(f"THROUGHPUT {ch} MPS {tb.mps}: {g:.3f} GB/s of {bound:.3f} GB/s TLP-limited "
+              f"max (link {link:.3f} GB/s) = {100 * g / bound:.1f} %")
+
+
+# ------------------------------------------------------------------------------ soak
+
+@cocotb.test()
+async def soak(dut):
+    """Both channels at once with user streams, packet ends, random completion splitting and
+    reordering, and pauses on every stream."""
+    tb = make_tb(dut)
+    await tb.init()
+    apply_pauses(tb, 1)
+    tb.completer.reorder = True
+    tb.completer.split = True
+    chk = TlpChecker(tb)
+    count = env_int("MPRACE_COUNT", 30)
+    cring, hring = Ring(tb, C2H, 16), Ring(tb, H2C, 8)
+    await cring.configure()
+    await hring.configure()
+    tb.h2c.start()
+    clens = [rand_len(tb.rng) for _ in range(count)]
+    hlens = [rand_len(tb.rng) for _ in range(count)]
+    plens, total = [], sum(clens)
+    while sum(plens) < total:
+        plens.append(4 * tb.rng.randint(1, 4000))
+    expect = c2h_expect(clens, plens)
+    stream = tb.rand_bytes(sum(plens))
+    pos = 0
+    for p in plens:
+        tb.c2h.send(stream[pos:pos + p], last=True)
+        pos += p
+    cbufs, hbufs = alloc_buffers(tb, clens), alloc_buffers(tb, hlens)
+    cg, hg = guards(tb, cbufs), guards(tb, hbufs)
+    hdata = b""
+    for a, o, n in hbufs:
+        d = tb.rand_bytes(n)
+        tb.mem[o:o + n] = d
+        hdata += d
+    await tb.ch_control(C2H, run=1)
+    await tb.ch_control(H2C, run=1)
+    ctask = cocotb.start_soon(run_ring(tb, cring, [(a, n, 0) for a, o, n in cbufs], 20000))
+    await run_ring(tb, hring, [(a, n, S.ctrl(eop=1)) for a, o, n in hbufs], 20000)
+    await ctask
+    pos = 0
+    for k, ((a, o, n), (nb, eop)) in enumerate(zip(cbufs, expect)):
+        check_record(cring, k, nb, eop=eop)
+        assert bytes(tb.mem[o:o + nb]) == stream[pos:pos + nb], f"C2H descriptor {k}"
+        pos += nb
+    for k, (a, o, n) in enumerate(hbufs):
+        check_record(hring, k, n)
+    assert bytes(tb.h2c.data) == hdata
+    assert guards(tb, cbufs) == cg and guards(tb, hbufs) == hg
+    assert await tb.bytes_moved(C2H) == pos and await tb.bytes_moved(H2C) == len(hdata)
+    chk.check()
+    tb.check_protocol()
+    tb.log.info("soak: %d + %d descriptors, %d + %d bytes, %d completions (%d out of order)",
+                count, count, pos, len(hdata), tb.completer.completions,
+                tb.completer.out_of_order)
+
+
 # ------------------------------------------------------------------------------ pytest cases
 
 def run(testcase, name=None, **env):
@@ -453,3 +1247,45 @@ def test_h2c_split_rcb128():
 
 def test_h2c_reordered():
     run("h2c_random", "h2c_reordered", reorder=1, pause=1, seed=13, mrrs=256)
+
+
+def test_test_logic():
+    run("test_logic", seed=21)
+
+
+@pytest.mark.parametrize("msi", [32, 1])
+def test_interrupts(msi):
+    run("interrupts", f"interrupts_msi{msi}", msi=msi)
+
+
+def test_abort_reset():
+    run("abort_reset", seed=31)
+
+
+def test_timeouts():
+    run("timeouts", seed=41)
+
+
+@pytest.mark.parametrize("channel", [C2H, H2C])
+def test_desc_errors(channel):
+    run("desc_errors", f"desc_errors_{channel}", channel=channel)
+
+
+def test_ring_control():
+    run("ring_control", seed=51)
+
+
+def test_addr64():
+    run("addr64", seed=61)
+
+
+def test_throughput():
+    run("throughput", mps=256, mrrs=512, bytes=(1 << 20) if os.environ.get("HDL_SOAK") else (512 << 10))
+
+
+def test_soak():
+    if os.environ.get("HDL_SOAK"):
+        for seed in (101, 102, 103):
+            run("soak", f"soak_long_{seed}", seed=seed, count=300)
+    else:
+        run("soak", seed=100, count=24)
