@@ -35,6 +35,7 @@ struct pd_backend_ops {
 struct pd_bar_map {
 	void *addr;
 	size_t size;
+	unsigned int flags; /* PD_MAP_* the mapping was made with */
 };
 
 struct pd_device {

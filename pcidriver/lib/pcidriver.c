@@ -169,6 +169,11 @@ int pd_map_bar(pd_device *dev, unsigned int bar, unsigned int flags, void **addr
 					&dev->bars[bar].size);
 		if (ret)
 			dev->bars[bar].addr = NULL;
+		else
+			dev->bars[bar].flags = flags;
+	} else if (dev->bars[bar].flags != flags) {
+		/* one mapping per BAR and handle: never hand out other caching than asked for */
+		ret = -EBUSY;
 	}
 	if (!ret) {
 		*addr = dev->bars[bar].addr;

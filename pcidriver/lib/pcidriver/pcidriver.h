@@ -76,8 +76,9 @@ int pd_list(char names[][64], size_t max, size_t *count); /* device names; the v
 #define PD_MAP_WC (1u << 0) /* write-combining (prefetchable BARs only; else -EINVAL) */
 
 /* Map a whole BAR into this process. -EOPNOTSUPP for the virtual board's register BAR, whose
- * registers have side effects: use the register accessors below. Unmapped by pd_unmap_bar or
- * pd_close. */
+ * registers have side effects: use the register accessors below. A handle keeps one mapping per
+ * BAR: mapping it again returns the same address, or -EBUSY when other flags are asked for
+ * (unmap first). Unmapped by pd_unmap_bar or pd_close. */
 int pd_map_bar(pd_device *dev, unsigned int bar, unsigned int flags, void **addr, size_t *size);
 int pd_unmap_bar(pd_device *dev, unsigned int bar);
 
