@@ -235,6 +235,37 @@ START_TEST(test_iommu_unmapped_and_past_end)
 }
 END_TEST
 
+/* A user buffer whose size is no multiple of 4: the engine moves whole words, so a transfer
+ * running into its last partial word faults there. */
+START_TEST(test_iommu_odd_umem)
+{
+	uint8_t *buf = aligned_alloc(4096, 8192);
+	struct pd_sg_entry sg;
+	struct eb b;
+	struct ering r;
+	pd_umem *um;
+
+	memset(buf, 0xee, 8192);
+	eb_open(&b, "emu:link=ideal,sg=merged");
+	ering_init(&b, &r, MP_CH_C2H, 8);
+	set_test(&b, MP_C2H_SOURCE_PATTERN, 0);
+	ck_assert_int_eq(pd_umem_map(b.dev, buf + 8, 1001, PD_DMA_FROM_DEVICE, &um), 0);
+	ck_assert_int_eq(pd_umem_sglist(um, &sg, 1), 1);
+	ck_assert_uint_eq(sg.length, 1001);
+	expect_bus_error(&b, &r, sg.bus_addr, 1004, 1000, "into the last partial word");
+	ck_assert_int_eq(pattern_mismatch(buf + 8, 250, 0), -1);
+	ck_assert_uint_eq(buf[8 + 1000], 0xee);
+	/* the whole words inside are fine */
+	chan_reset(&b, &r);
+	wr(&b, MP_REG_PATGEN_SEED, 0);
+	run(&b, MP_CH_C2H);
+	ering_put(&b, &r, sg.bus_addr, 1000, 0);
+	ck_assert_uint_eq(wait_done(&r, 0, EMU_WAIT_MS), DONE);
+	eb_close(&b);
+	free(buf);
+}
+END_TEST
+
 START_TEST(test_iommu_freed)
 {
 	struct eb b;
@@ -778,6 +809,7 @@ Suite *test_suite(void)
 	tcase_add_test(tc, test_descriptor_errors);
 	tcase_add_test(tc, test_ring_config);
 	tcase_add_test(tc, test_iommu_unmapped_and_past_end);
+	tcase_add_test(tc, test_iommu_odd_umem);
 	tcase_add_test(tc, test_iommu_freed);
 	tcase_add_test(tc, test_iommu_unmapped_in_flight);
 	tcase_add_test(tc, test_iommu_no_write_after_unmap);

@@ -19,16 +19,19 @@
  *
  * Locking (lock order, outermost first; no lock is held while sleeping except the one a
  * condition variable releases):
- *   emu_chan.lock        channel state transitions (STATE, RUN, requests, ERROR_CODE, reset)
- *   emu_test.lock        pattern generator / checker seeds and checker counters
- *   emu_irq.lock         IRQ_STATUS, IRQ_ENABLE, the per-vector event counters
- *   emu_pool.lock        the copy pool's job slots
+ *   emu_chan.lock        channel state transitions (STATE, RUN, requests, ERROR_CODE, reset);
+ *                        C2H's before H2C's where both are needed (TEST_CONTROL writes)
  *   emu_iommu.lock       the IOVA allocator; serialises map/unmap
- *   emu_iommu.reader[i]  held by channel thread i while it translates and touches host memory;
- *                        map/unmap hold all of them while they change the table
+ *   emu_iommu.reader[i]  held by channel thread i from a descriptor's fetch to its record
+ *                        while it translates and touches host memory (dropped before any
+ *                        wait); map/unmap hold all of them while they change the table.
+ *                        Nobody takes a channel lock while holding a reader lock.
+ *   emu_test.lock        user-stream model and checker seed/counters (the pattern
+ *                        generator's seed is read lock-free)
+ *   emu_pool.lock        the copy pool's job slots
+ *   emu_irq.lock         IRQ_STATUS, IRQ_ENABLE, the per-vector event counters
  *   emu_dev.lock         the list of live kmem host ranges (umem overlap check), IDs
  *   emu_dev.cfg_lock     config space bytes
- * The channel lock of C2H is taken before that of H2C where both are needed (global reset).
  * Register reads are lock-free atomics. The doorbell (TAIL write) is a store plus, only when
  * the engine thread sleeps, a mutex-protected signal.
  */

@@ -122,11 +122,9 @@ err_free:
 static void emu_close(pd_device *dev)
 {
 	struct emu_dev *d = dev_of(dev);
-	struct emu_kmem_range *r;
 
+	/* the front end has freed every kmem/umem: the engine can touch nothing any more */
 	emu_engine_stop(d);
-	while ((r = d->kmem_ranges))   /* the front end freed every kmem; defensive */
-		d->kmem_ranges = r->next;
 	emu_free_dev(d);
 	dev->priv = NULL;
 }
@@ -134,7 +132,6 @@ static void emu_close(pd_device *dev)
 static int emu_info(pd_device *dev, struct pd_info *info)
 {
 	struct emu_dev *d = dev_of(dev);
-	int n;
 
 	info->vendor = MP_ID_VENDOR;
 	info->device = MP_ID_DEVICE;
@@ -157,13 +154,10 @@ static int emu_info(pd_device *dev, struct pd_info *info)
 	info->max_read_request = 128u << atomic_load(&d->mrrs_code);
 	info->abi_version = 0;
 	if (d->cfg.bw_Bps > 0)
-		n = snprintf(info->name, sizeof(info->name), "virtual board, custom link %.0f MB/s",
-			     d->cfg.bw_Bps / 1e6);
-	else if (d->cfg.ideal)
-		n = snprintf(info->name, sizeof(info->name), "virtual board, ideal link");
+		snprintf(info->name, sizeof(info->name), "virtual board, custom link %.0f MB/s",
+			 d->cfg.bw_Bps / 1e6);
 	else
-		n = snprintf(info->name, sizeof(info->name), "virtual board, %s link", d->cfg.link);
-	(void)n;
+		snprintf(info->name, sizeof(info->name), "virtual board, %s link", d->cfg.link);
 	return 0;
 }
 

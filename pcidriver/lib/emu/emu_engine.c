@@ -12,11 +12,13 @@
  *   * -> ERROR           a failing descriptor (the engine) or ABORT (the writer when nothing is
  *                        in flight, else the engine at its next check point)
  *   * -> IDLE            RESET (the writer when nothing is in flight, else the engine)
- * `inflight` is the engine's claim on a descriptor. The engine sets it and then re-reads
- * `ctl`; a writer changes `ctl` and then reads `inflight` (both sequentially consistent), so
- * either the engine sees the request before it starts a descriptor, or the writer sees the
- * claim and leaves the request to the engine, waiting on `ack` for ABORT and RESET so that
- * they have taken effect when the register write returns.
+ * `inflight` is the engine's claim on a descriptor (BUSY). The engine sets it (or keeps it
+ * from the descriptor before) and then re-reads `ctl` before each descriptor; a writer changes
+ * `ctl` and then reads `inflight` (both sequentially consistent), so either the engine sees
+ * the request before it starts a descriptor, or the writer sees the claim and leaves the
+ * request to the engine, waiting on `ack` for ABORT and RESET so that they have taken effect
+ * when the register write returns. The engine clears the claim whenever it stops: no work,
+ * RUN = 0, a request, ERROR, STOP.
  *
  * Inside a descriptor the engine checks for requests between pieces (at most `chunk` bytes,
  * aligned in bus address space) and in every wait; a piece being copied finishes first.
@@ -1058,7 +1060,9 @@ static void move_c2h(struct emu_chan *ch, struct xfer *x, uint32_t mps)
 
 		t0 = piece_start(ch, rate);
 		mmu_hold(ch);
-		n = emu_iommu_xlat(mmu, x->addr + x->done, want, EMU_ACC_WRITE, &host);
+		/* the engine moves whole 32-bit words: a mapping ending inside one faults there */
+		n = emu_iommu_xlat(mmu, x->addr + x->done, want, EMU_ACC_WRITE, &host) &
+		    ~(uint64_t)(MP_ENGINE_GRANULE - 1);
 		if (n && src == MP_C2H_SOURCE_LOOPBACK) {
 			r = atomic_load_explicit(&f->rpos, memory_order_relaxed) & (f->cap - 1);
 			first = min64(n, f->cap - r);
@@ -1154,7 +1158,8 @@ static void move_h2c(struct emu_chan *ch, struct xfer *x, uint32_t mps)
 
 		t0 = piece_start(ch, 0);
 		mmu_hold(ch);
-		n = emu_iommu_xlat(mmu, x->addr + x->done, want, EMU_ACC_READ, &host);
+		n = emu_iommu_xlat(mmu, x->addr + x->done, want, EMU_ACC_READ, &host) &
+		    ~(uint64_t)(MP_ENGINE_GRANULE - 1);
 		if (n && sink == MP_H2C_SINK_LOOPBACK) {
 			w = atomic_load_explicit(&f->wpos, memory_order_relaxed) & (f->cap - 1);
 			first = min64(n, f->cap - w);
