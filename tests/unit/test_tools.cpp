@@ -288,11 +288,17 @@ START_TEST(test_reference)
 	apply_reference(m, run);
 	ck_assert(near(m.points[2].efficiency, 1.0, 1e-12));
 	ck_assert(near(m.fit_efficiency, 1.0, 1e-9));
-	// The knee: the smallest size at >= 90 % (db4M-c2h against c2h reaches only ~62 %).
+	// The knee: the smallest size from which on every size is at >= 90 % (db4M-c2h against
+	// c2h reaches only ~62 %).
 	ck_assert_uint_eq(m.knee90_bytes(), 4096);
 	ck_assert_uint_eq(db.knee90_bytes(), 0);
 	m.points[0].efficiency = 0.89;
 	ck_assert_uint_eq(m.knee90_bytes(), 65536);
+	m.points[0].efficiency = 0.95; // reaching 90 % once at a small size is no knee
+	m.points[1].efficiency = 0.85;
+	ck_assert_uint_eq(m.knee90_bytes(), 1048576);
+	m.points[2].efficiency = 0.85;
+	ck_assert_uint_eq(m.knee90_bytes(), 0);
 	// A reference that is not in the run gives no efficiency.
 	m.reference = "h2c";
 	m.points[0].efficiency = NAN;

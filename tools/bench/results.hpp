@@ -40,14 +40,18 @@ struct ModeResult {
 	Fit fit;
 	double fit_efficiency = std::nan(""); // fit bandwidth / reference fit bandwidth
 
-	// The knee: the smallest size whose efficiency reaches 90 %; 0 when none does or there is
-	// no reference.
+	// The knee: the smallest size from which on every measured size reaches 90 % efficiency
+	// (a single lucky small size does not count); 0 when the largest size does not, or there
+	// is no reference.
 	std::uint64_t knee90_bytes() const
 	{
-		for (const auto &p : points)
-			if (std::isfinite(p.efficiency) && p.efficiency >= 0.9)
-				return p.bytes;
-		return 0;
+		std::uint64_t knee = 0;
+		for (auto it = points.rbegin(); it != points.rend(); ++it) {
+			if (!(std::isfinite(it->efficiency) && it->efficiency >= 0.9))
+				break;
+			knee = it->bytes;
+		}
+		return knee;
 	}
 };
 
