@@ -1,0 +1,91 @@
+#!/bin/sh
+# The HDL test suite (hdl/tests: GHDL + cocotb + cocotbext-pcie through pytest), reported as
+# TAP on stdout: one test point per pytest test case. Everything else goes to stderr.
+#
+# Environment (set by `make check`, see Makefile.am; defaults for running it by hand):
+#   top_srcdir, top_builddir  absolute paths of the source and build trees
+#   PYTHON                    Python 3.9+ with the venv module (creates the test venv)
+#   GHDL                      the ghdl executable (its directory is put first on PATH)
+#   HDL_SOAK=1                run the long soak variant
+#   HDL_JOBS=N                pytest-xdist workers (default: 2 when there are 2+ CPUs)
+#   HDL_PYTEST_ARGS           extra pytest arguments, e.g. "-k h2c" to run a subset
+# The venv lives in $top_builddir/tests/hdl/.venv and is rebuilt when
+# hdl/tests/requirements.txt changes; simulation products go to
+# $top_builddir/tests/hdl/sim_build. Nothing is written to the source tree.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+top_srcdir=${top_srcdir:-$(cd "$here/../.." && pwd)}
+top_builddir=${top_builddir:-$top_srcdir}
+PYTHON=${PYTHON:-python3}
+GHDL=${GHDL:-ghdl}
+
+work="$top_builddir/tests/hdl"
+venv="$work/.venv"
+req="$top_srcdir/hdl/tests/requirements.txt"
+junit="$work/hdl-tests.xml"
+mkdir -p "$work" || exit 1
+
+bail() {
+    echo "Bail out! $*"
+    exit 1
+}
+
+case $GHDL in
+    */*) PATH=$(dirname "$GHDL"):$PATH; export PATH ;;
+esac
+command -v ghdl >/dev/null 2>&1 || bail "ghdl not found"
+
+if [ ! -x "$venv/bin/python" ] || ! cmp -s "$req" "$venv/requirements.txt"; then
+    echo "# creating $venv from hdl/tests/requirements.txt" >&2
+    rm -rf "$venv"
+    "$PYTHON" -m venv "$venv" >&2 || bail "cannot create a Python venv with $PYTHON"
+    "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$req" >&2 \
+        || bail "pip install -r hdl/tests/requirements.txt failed"
+    cp "$req" "$venv/requirements.txt"
+fi
+
+jobs=${HDL_JOBS:-}
+if [ -z "$jobs" ]; then
+    ncpu=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+    if [ "$ncpu" -ge 2 ]; then jobs=2; else jobs=1; fi
+fi
+xdist=
+if [ "$jobs" -gt 1 ]; then
+    xdist="-n $jobs"
+fi
+
+MPRACE_HDL_BUILD="$work/sim_build"
+PYTHONDONTWRITEBYTECODE=1
+export MPRACE_HDL_BUILD PYTHONDONTWRITEBYTECODE
+
+rm -f "$junit"
+cd "$work" || exit 1
+# shellcheck disable=SC2086
+"$venv/bin/python" -m pytest -p no:cacheprovider -q -rfE --junitxml="$junit" $xdist \
+    ${HDL_PYTEST_ARGS:-} "$top_srcdir/hdl/tests" >&2
+status=$?
+
+[ -f "$junit" ] || bail "pytest wrote no results (exit status $status)"
+"$venv/bin/python" - "$junit" <<'PYEOF' || bail "cannot read $junit"
+import sys
+import xml.etree.ElementTree as ET
+
+cases = ET.parse(sys.argv[1]).getroot().iter("testcase")
+points = []
+for c in cases:
+    name = c.get("classname", "").split(".")[-1] + "::" + c.get("name", "")
+    bad = c.find("failure") if c.find("failure") is not None else c.find("error")
+    skip = c.find("skipped")
+    if bad is not None:
+        points.append(f"not ok - {name}")
+    elif skip is not None:
+        points.append(f"ok - {name} # SKIP {skip.get('message', '')}".rstrip())
+    else:
+        points.append(f"ok - {name}")
+print(f"1..{len(points)}")
+for i, p in enumerate(points, 1):
+    ok, rest = p.split(" - ", 1)
+    print(f"{ok} {i} - {rest}")
+PYEOF
+exit $status
