@@ -37,21 +37,21 @@ entity mprace_dma_top is
     s_axis_cq_tuser  : in  std_logic_vector(84 downto 0);
     s_axis_cq_tlast  : in  std_logic;
     s_axis_cq_tvalid : in  std_logic;
-    s_axis_cq_tready : out std_logic;
-    pcie_cq_np_req   : out std_logic;
+    s_axis_cq_tready : out std_logic := '0';
+    pcie_cq_np_req   : out std_logic := '0';
     -- completer completion
-    m_axis_cc_tdata  : out std_logic_vector(255 downto 0);
-    m_axis_cc_tkeep  : out std_logic_vector(7 downto 0);
-    m_axis_cc_tuser  : out std_logic_vector(32 downto 0);
-    m_axis_cc_tlast  : out std_logic;
-    m_axis_cc_tvalid : out std_logic;
+    m_axis_cc_tdata  : out std_logic_vector(255 downto 0) := (others => '0');
+    m_axis_cc_tkeep  : out std_logic_vector(7 downto 0) := (others => '0');
+    m_axis_cc_tuser  : out std_logic_vector(32 downto 0) := (others => '0');
+    m_axis_cc_tlast  : out std_logic := '0';
+    m_axis_cc_tvalid : out std_logic := '0';
     m_axis_cc_tready : in  std_logic;
     -- requester request
-    m_axis_rq_tdata  : out std_logic_vector(255 downto 0);
-    m_axis_rq_tkeep  : out std_logic_vector(7 downto 0);
-    m_axis_rq_tuser  : out std_logic_vector(59 downto 0);
-    m_axis_rq_tlast  : out std_logic;
-    m_axis_rq_tvalid : out std_logic;
+    m_axis_rq_tdata  : out std_logic_vector(255 downto 0) := (others => '0');
+    m_axis_rq_tkeep  : out std_logic_vector(7 downto 0) := (others => '0');
+    m_axis_rq_tuser  : out std_logic_vector(59 downto 0) := (others => '0');
+    m_axis_rq_tlast  : out std_logic := '0';
+    m_axis_rq_tvalid : out std_logic := '0';
     m_axis_rq_tready : in  std_logic;
     -- requester completion
     s_axis_rc_tdata  : in  std_logic_vector(255 downto 0);
@@ -59,42 +59,42 @@ entity mprace_dma_top is
     s_axis_rc_tuser  : in  std_logic_vector(74 downto 0);
     s_axis_rc_tlast  : in  std_logic;
     s_axis_rc_tvalid : in  std_logic;
-    s_axis_rc_tready : out std_logic;
+    s_axis_rc_tready : out std_logic := '0';
     -- configuration status
     cfg_max_payload  : in  std_logic_vector(2 downto 0);
     cfg_max_read_req : in  std_logic_vector(2 downto 0);
     cfg_rcb_status   : in  std_logic_vector(3 downto 0);
     -- configuration interrupt controller
-    cfg_interrupt_int                             : out std_logic_vector(3 downto 0);
-    cfg_interrupt_pending                         : out std_logic_vector(3 downto 0);
+    cfg_interrupt_int                             : out std_logic_vector(3 downto 0) := (others => '0');
+    cfg_interrupt_pending                         : out std_logic_vector(3 downto 0) := (others => '0');
     cfg_interrupt_sent                            : in  std_logic;
     cfg_interrupt_msi_enable                      : in  std_logic_vector(3 downto 0);
     cfg_interrupt_msi_mmenable                    : in  std_logic_vector(11 downto 0);
     cfg_interrupt_msi_mask_update                 : in  std_logic;
     cfg_interrupt_msi_data                        : in  std_logic_vector(31 downto 0);
-    cfg_interrupt_msi_select                      : out std_logic_vector(3 downto 0);
-    cfg_interrupt_msi_int                         : out std_logic_vector(31 downto 0);
-    cfg_interrupt_msi_pending_status              : out std_logic_vector(31 downto 0);
-    cfg_interrupt_msi_pending_status_data_enable  : out std_logic;
-    cfg_interrupt_msi_pending_status_function_num : out std_logic_vector(3 downto 0);
+    cfg_interrupt_msi_select                      : out std_logic_vector(3 downto 0) := (others => '0');
+    cfg_interrupt_msi_int                         : out std_logic_vector(31 downto 0) := (others => '0');
+    cfg_interrupt_msi_pending_status              : out std_logic_vector(31 downto 0) := (others => '0');
+    cfg_interrupt_msi_pending_status_data_enable  : out std_logic := '0';
+    cfg_interrupt_msi_pending_status_function_num : out std_logic_vector(3 downto 0) := (others => '0');
     cfg_interrupt_msi_sent                        : in  std_logic;
     cfg_interrupt_msi_fail                        : in  std_logic;
-    cfg_interrupt_msi_attr                        : out std_logic_vector(2 downto 0);
-    cfg_interrupt_msi_tph_present                 : out std_logic;
-    cfg_interrupt_msi_tph_type                    : out std_logic_vector(1 downto 0);
-    cfg_interrupt_msi_tph_st_tag                  : out std_logic_vector(8 downto 0);
-    cfg_interrupt_msi_function_number             : out std_logic_vector(3 downto 0);
+    cfg_interrupt_msi_attr                        : out std_logic_vector(2 downto 0) := (others => '0');
+    cfg_interrupt_msi_tph_present                 : out std_logic := '0';
+    cfg_interrupt_msi_tph_type                    : out std_logic_vector(1 downto 0) := (others => '0');
+    cfg_interrupt_msi_tph_st_tag                  : out std_logic_vector(8 downto 0) := (others => '0');
+    cfg_interrupt_msi_function_number             : out std_logic_vector(3 downto 0) := (others => '0');
     -- user C2H stream (card to host)
     s_axis_c2h_tdata  : in  std_logic_vector(255 downto 0);
     s_axis_c2h_tkeep  : in  std_logic_vector(31 downto 0);
     s_axis_c2h_tlast  : in  std_logic;
     s_axis_c2h_tvalid : in  std_logic;
-    s_axis_c2h_tready : out std_logic;
+    s_axis_c2h_tready : out std_logic := '0';
     -- user H2C stream (host to card)
-    m_axis_h2c_tdata  : out std_logic_vector(255 downto 0);
-    m_axis_h2c_tkeep  : out std_logic_vector(31 downto 0);
-    m_axis_h2c_tlast  : out std_logic;
-    m_axis_h2c_tvalid : out std_logic;
+    m_axis_h2c_tdata  : out std_logic_vector(255 downto 0) := (others => '0');
+    m_axis_h2c_tkeep  : out std_logic_vector(31 downto 0) := (others => '0');
+    m_axis_h2c_tlast  : out std_logic := '0';
+    m_axis_h2c_tvalid : out std_logic := '0';
     m_axis_h2c_tready : in  std_logic
   );
 end entity mprace_dma_top;

@@ -26,7 +26,7 @@ entity mprace_dword_ring is
     wr_data : in  std_logic_vector(DATA_W_c-1 downto 0);
     rd_en   : in  std_logic;
     rd_pos  : in  std_logic_vector(depth_log2_g-1 downto 0);
-    rd_data : out std_logic_vector(DATA_W_c-1 downto 0)
+    rd_data : out std_logic_vector(DATA_W_c-1 downto 0) := (others => '0')
   );
 end entity mprace_dword_ring;
 

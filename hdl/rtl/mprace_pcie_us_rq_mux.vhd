@@ -1,7 +1,9 @@
 -- mprace_pcie_us_rq_mux: merges the engine's request streams onto the core's requester request
 -- interface (m_axis_rq_*). Inputs are complete RQ packets (descriptor + payload, DWORD-aligned
--- mode); the mux grants them round-robin and switches only at packet boundaries, so a packet
--- reaches the core in consecutive beats as the core requires (tvalid stays high within a TLP).
+-- mode); the mux grants them round-robin and switches only at packet boundaries. The core wants
+-- every TLP in consecutive beats (tvalid high from first to last beat); the mux keeps a packet
+-- together and adds no gaps, so each input must deliver its packets without gaps, as all the
+-- engine's request sources do.
 -- `s_sent(p)` pulses when the last beat of a packet of input p has been taken by the core: the
 -- engine increments HEAD only after the completion record has left in this way.
 -- Spec: docs/dma-engine.md (section 2: record after the data; section 4 step 5).

@@ -30,11 +30,13 @@ def build_root():
     return Path(base) / os.environ.get("PYTEST_XDIST_WORKER", "main")
 
 
-def run(toplevel, module, testcase, name, env=None, parameters=None, module_dir=None):
-    """Run cocotb test `testcase` of `module` against `toplevel`; raises if it fails."""
+def run(toplevel, module, testcase, name, env=None, parameters=None, extra_sources=()):
+    """Run cocotb test `testcase` of `module` against `toplevel` (with generics `parameters`);
+    extra_sources are test wrappers, relative to hdl/tests. Raises if the test fails."""
     runner = get_runner("ghdl")
     bdir = build_root() / toplevel
-    runner.build(sources=[RTL / f for f in RTL_FILES], hdl_toplevel=toplevel,
+    sources = [RTL / f for f in RTL_FILES] + [Path(__file__).parent / f for f in extra_sources]
+    runner.build(sources=sources, hdl_toplevel=toplevel,
                  build_dir=bdir, build_args=["--std=08"])
     extra = {"COCOTB_LOG_LEVEL": "WARNING", "PYTHONDONTWRITEBYTECODE": "1"}
     extra.update({k: str(v) for k, v in (env or {}).items()})

@@ -1,0 +1,47 @@
+-- rq_mux_tb: mprace_pcie_us_rq_mux with three inputs on separate ports, so that cocotbext-axi
+-- sources can drive them (the mux takes its inputs concatenated).
+library ieee;
+use ieee.std_logic_1164.all;
+
+entity rq_mux_tb is
+  port (
+    clk, rst : in std_logic;
+    s0_axis_tdata, s1_axis_tdata, s2_axis_tdata : in  std_logic_vector(255 downto 0);
+    s0_axis_tkeep, s1_axis_tkeep, s2_axis_tkeep : in  std_logic_vector(7 downto 0);
+    s0_axis_tuser, s1_axis_tuser, s2_axis_tuser : in  std_logic_vector(59 downto 0);
+    s0_axis_tlast, s1_axis_tlast, s2_axis_tlast : in  std_logic;
+    s0_axis_tvalid, s1_axis_tvalid, s2_axis_tvalid : in  std_logic;
+    s0_axis_tready, s1_axis_tready, s2_axis_tready : out std_logic := '0';
+    s0_sent, s1_sent, s2_sent : out std_logic := '0';
+    m_axis_rq_tdata  : out std_logic_vector(255 downto 0) := (others => '0');
+    m_axis_rq_tkeep  : out std_logic_vector(7 downto 0) := (others => '0');
+    m_axis_rq_tuser  : out std_logic_vector(59 downto 0) := (others => '0');
+    m_axis_rq_tlast  : out std_logic := '0';
+    m_axis_rq_tvalid : out std_logic := '0';
+    m_axis_rq_tready : in  std_logic
+  );
+end entity rq_mux_tb;
+
+architecture wrap of rq_mux_tb is
+  signal tready, sent : std_logic_vector(2 downto 0);
+begin
+  i_mux : entity work.mprace_pcie_us_rq_mux
+    generic map (ports_g => 3)
+    port map (
+      clk => clk, rst => rst,
+      s_tdata  => s2_axis_tdata & s1_axis_tdata & s0_axis_tdata,
+      s_tkeep  => s2_axis_tkeep & s1_axis_tkeep & s0_axis_tkeep,
+      s_tuser  => s2_axis_tuser & s1_axis_tuser & s0_axis_tuser,
+      s_tlast  => s2_axis_tlast & s1_axis_tlast & s0_axis_tlast,
+      s_tvalid => s2_axis_tvalid & s1_axis_tvalid & s0_axis_tvalid,
+      s_tready => tready, s_sent => sent,
+      m_axis_rq_tdata => m_axis_rq_tdata, m_axis_rq_tkeep => m_axis_rq_tkeep,
+      m_axis_rq_tuser => m_axis_rq_tuser, m_axis_rq_tlast => m_axis_rq_tlast,
+      m_axis_rq_tvalid => m_axis_rq_tvalid, m_axis_rq_tready => m_axis_rq_tready);
+  s0_axis_tready <= tready(0);
+  s1_axis_tready <= tready(1);
+  s2_axis_tready <= tready(2);
+  s0_sent <= sent(0);
+  s1_sent <= sent(1);
+  s2_sent <= sent(2);
+end architecture wrap;
