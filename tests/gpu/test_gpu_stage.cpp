@@ -36,10 +36,19 @@ static void gpu_expect_pattern(const void *d, std::size_t bytes, std::uint32_t s
 	report(after == 0xffffffffu, what + ": nothing written past the end", "word after: 0x%08x", after);
 }
 
+// Marks GPU memory as unwritten (0xff) and waits for it: cudaMemset on device memory may return
+// before it is done.
+static void gpu_poison(cuda::DeviceBuffer &d)
+{
+	cuda::check(cudaMemset(d.data(), 0xff, d.size()), "cudaMemset");
+	cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
 static cuda::DeviceBuffer gpu_buffer(std::size_t bytes)
 {
 	cuda::DeviceBuffer d(bytes + 64);
 	cuda::check(cudaMemset(d.data(), 0xff, d.size()), "cudaMemset");
+	cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 	return d;
 }
 
@@ -72,7 +81,7 @@ int main()
 		cuda::FpgaToGpu<MemcpyTransfer> f(MemcpyTransfer(o), 4, 256 * KiB);
 		std::uint64_t pos = 0;
 		for (std::size_t n : sizes) {
-			cuda::check(cudaMemset(big.data(), 0xff, big.size()), "cudaMemset");
+			gpu_poison(big);
 			report(f.transfer(big.data(), n) == n, "memcpy->GPU " + std::to_string(n) + " bytes moved");
 			gpu_expect_pattern(big.data(), n, 0x100 + static_cast<std::uint32_t>(pos / 4),
 					   "memcpy->GPU " + std::to_string(n));
@@ -89,7 +98,7 @@ int main()
 		std::uint32_t seed = 0x7000;
 		for (std::size_t n : sizes) {
 			r.board.setPatternSeed(seed);
-			cuda::check(cudaMemset(big.data(), 0xff, big.size()), "cudaMemset");
+			gpu_poison(big);
 			report(f.transfer(big.data(), n) == n, "emu->GPU " + std::to_string(n) + " bytes moved");
 			gpu_expect_pattern(big.data(), n, seed, "emu->GPU " + std::to_string(n));
 			seed += 0x10000;
@@ -109,6 +118,7 @@ int main()
 		// one wrong word on the GPU must show as exactly one error on the board
 		const std::uint32_t wrong = 0xdeadbeef;
 		cuda::check(cudaMemcpy(static_cast<std::byte *>(big.data()) + 4 * 12345, &wrong, 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+		cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 		r.board.resetChecker(0xabc0);
 		g.transfer(big.data(), 4 * MiB);
 		c = r.board.checker();
@@ -138,7 +148,7 @@ int main()
 			host[i] = __builtin_bswap32(0x42 + static_cast<std::uint32_t>(i));
 		DoubleBuffer<cuda::CudaTransfer, ByteSwap32> db(cuda::CudaTransfer(), 256 * KiB);
 		db.transfer().set_target(big.data(), big.size());
-		cuda::check(cudaMemset(big.data(), 0xff, big.size()), "cudaMemset");
+		gpu_poison(big);
 		db.write(host.data(), words); // swapped back in the copy loop
 		gpu_expect_pattern(big.data(), words * 4, 0x42, "host -> staging -> GPU, byte-swapped");
 		PooledBuffer<cuda::CudaTransfer, Identity<std::uint32_t>> pb(cuda::CudaTransfer(), 4, 128 * KiB);
@@ -172,7 +182,7 @@ int main()
 		auto e = thrown([&] { f.transfer(big.data(), 16 * MiB); });
 		report(e.err == EIO, "board bus error: EIO", "errno %d: %s", e.err, e.what.c_str());
 		r.board.setPatternSeed(0x9000);
-		cuda::check(cudaMemset(big.data(), 0xff, big.size()), "cudaMemset");
+		gpu_poison(big);
 		report(f.transfer(big.data(), 16 * MiB) == 16 * MiB, "next transfer: bytes moved");
 		gpu_expect_pattern(big.data(), 16 * MiB, 0x9000, "next transfer: data");
 
@@ -198,7 +208,7 @@ int main()
 		report(e.err == ECANCELED && dt < 10, "ECANCELED, promptly", "errno %d after %.2f s: %s", e.err, dt,
 		       e.what.c_str());
 		r.board.setPatternSeed(1);
-		cuda::check(cudaMemset(big.data(), 0xff, big.size()), "cudaMemset");
+		gpu_poison(big);
 		report(f.transfer(big.data(), 4 * MiB) == 4 * MiB, "next transfer: bytes moved");
 		gpu_expect_pattern(big.data(), 4 * MiB, 1, "next transfer: data");
 	});

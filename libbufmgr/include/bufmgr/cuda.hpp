@@ -142,6 +142,9 @@ struct CudaOptions {
 // set_target()/set_source() name the GPU region of each direction; consecutive transfers walk
 // through it. granule() is 1.
 // Requirements: buffers are host, user or pinned memory (kernel memory: Error(EINVAL)).
+// Ordering: the copies run on streams created without cudaStreamNonBlocking, so they wait for
+// work queued earlier on the legacy default stream; work on other streams (or with per-thread
+// default streams) must be synchronized by the caller before a transfer reads its results.
 // Errors: CudaError (cudaHostRegister, cudaMemcpyAsync, an event's error); Error(ENOSPC) when a
 // transfer would run past the GPU region. abort() cannot stop a GPU copy; the copy finishes
 // (microseconds to milliseconds) and its wait() then throws ECANCELED.
@@ -400,7 +403,9 @@ private:
 	{
 		while (s_->streams.size() < s_->opt.streams) {
 			cudaStream_t st;
-			check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "bufmgr::cuda: cudaStreamCreate");
+			// Blocking streams: the copies wait for work queued before them on the legacy
+			// default stream (e.g. the kernel that produced the data for GpuToFpga).
+			check(cudaStreamCreateWithFlags(&st, cudaStreamDefault), "bufmgr::cuda: cudaStreamCreate");
 			s_->streams.push_back(st);
 		}
 	}
