@@ -195,6 +195,34 @@ START_TEST(test_overrun_counting)
 }
 END_TEST
 
+// Overflow::drop drops exactly when the transfer would otherwise have nothing to fill. With
+// K = 4, a consumer that takes nothing yet and a source that stalls on its 6th transfer: buffers
+// 0, 1, 2 are delivered, buffer 3 finds the engine idle and is refilled twice (sequence 3 and 4
+// dropped), the refill after that stalls. Deterministic, no timing involved.
+START_TEST(test_drop_semantics)
+{
+	MemcpyOptions o = options();
+	o.stall_at[0] = 6;
+	Pool p(MemcpyTransfer(o), 4, BUF);
+	p.start_stream(StreamOptions{Overflow::drop, 0, 0});
+	const auto t0 = std::chrono::steady_clock::now();
+	while (p.stats().overruns < 2 && testbm::seconds_since(t0) < 10)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	std::this_thread::sleep_for(std::chrono::milliseconds(20)); // nothing more may happen
+	ck_assert_uint_eq(p.stats().overruns, 2);
+	ck_assert_uint_eq(p.stats().dropped_bytes, 2 * BUF);
+	for (std::uint64_t k = 0; k < 3; ++k) {
+		Pool::Filled f = p.next();
+		ck_assert_uint_eq(f.sequence(), k);
+		check_filled(f, BUF);
+	}
+	p.request_stop();
+	ck_assert(!p.next());
+	p.stop_stream();
+	ck_assert_uint_eq(p.stats().buffers, 3);
+}
+END_TEST
+
 // request_stop() from another thread while the consumer blocks in next() on a transfer that
 // never completes: next() returns the end, nothing hangs.
 START_TEST(test_request_stop_other_thread)
@@ -328,6 +356,7 @@ extern "C" Suite *test_suite(void)
 	tcase_add_test(tc, test_read_until_end);
 	tcase_add_test(tc, test_backpressure);
 	tcase_add_test(tc, test_overrun_counting);
+	tcase_add_test(tc, test_drop_semantics);
 	tcase_add_test(tc, test_request_stop_other_thread);
 	tcase_add_test(tc, test_destroy_while_streaming);
 	tcase_add_test(tc, test_error_mid_stream);
