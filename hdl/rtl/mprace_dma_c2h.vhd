@@ -84,7 +84,7 @@ architecture rtl of mprace_dma_c2h is
 
   signal job_valid     : std_logic;
   signal job_ready     : std_logic;
-  signal job_rec       : std_logic_vector(63 downto 0);
+  signal job_rec_addr       : std_logic_vector(63 downto 0);
   signal take          : std_logic;
 
   signal ring_wr_en    : std_logic_vector(LANES_c-1 downto 0);
@@ -117,7 +117,7 @@ begin
   fetch_en   <= take;
   job_valid  <= desc_valid and take;
   desc_ready <= job_ready and take;
-  job_rec    <= std_logic_vector(unsigned(ctrl.ring_base) +
+  job_rec_addr    <= std_logic_vector(unsigned(ctrl.ring_base) +
                                 shift_left(resize(desc.slot, 64), log2ceil(DESC_SIZE_c)) +
                                 DESC_RESULT_BYTES_c);
 
@@ -206,7 +206,7 @@ begin
     generic map (ring_log2_g => ring_log2_g)
     port map (
       clk => clk, rst => rst, mps_dw => link.mps_dw,
-      job_valid => job_valid, job_ready => job_ready, job => desc, job_rec => job_rec,
+      job_valid => job_valid, job_ready => job_ready, job => desc, job_rec_addr => job_rec_addr,
       abort => r.abort, abort_code => r.abort_code, clear => ctrl.reset,
       data_flush => data_flush, cleared => cleared,
       ring_rd_pos => ring_rd_pos, ring_rd_data => ring_rd_data,

@@ -98,6 +98,7 @@ architecture rtl of mprace_dma_desc_fetch is
   signal f_level    : unsigned(fifo_log2_g downto 0);
   signal f_out      : std_logic_vector(DESC_ENTRY_W_c-1 downto 0);
   signal f_flush    : std_logic;
+  signal f_in       : std_logic_vector(DESC_ENTRY_W_c-1 downto 0);
 
   function umin(a, b : unsigned) return unsigned is
   begin
@@ -241,12 +242,13 @@ begin
   end process;
 
   f_flush <= not enable;
+  f_in    <= desc_pack(r.entry);
 
   i_fifo : entity work.mprace_fifo
     generic map (width_g => DESC_ENTRY_W_c, depth_log2_g => fifo_log2_g)
     port map (
       clk => clk, rst => rst, flush => f_flush,
-      in_valid => r.push, in_ready => f_in_ready, in_data => desc_pack(r.entry),
+      in_valid => r.push, in_ready => f_in_ready, in_data => f_in,
       out_valid => desc_valid, out_ready => desc_ready, out_data => f_out,
       level => f_level);
 

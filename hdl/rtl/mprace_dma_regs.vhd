@@ -113,11 +113,8 @@ architecture rtl of mprace_dma_regs is
 
   -- a field of a register, placed at its bit position
   function field(val : std_logic_vector; lsb, width : natural) return std_logic_vector is
-    variable d : std_logic_vector(31 downto 0) := (others => '0');
-    variable t : std_logic_vector(val'length-1 downto 0) := val;
   begin
-    d(lsb+width-1 downto lsb) := t(width-1 downto 0);
-    return d;
+    return std_logic_vector(shift_left(resize(resize(unsigned(val), width), 32), lsb));
   end function;
 
   function state_code(s : natural) return std_logic_vector is

@@ -38,7 +38,7 @@ entity mprace_dma_wr is
     job_valid  : in  std_logic;
     job_ready  : out std_logic;
     job        : in  desc_entry_r;
-    job_rec    : in  std_logic_vector(63 downto 0);
+    job_rec_addr    : in  std_logic_vector(63 downto 0);
     abort      : in  std_logic;                 -- pulse, with abort_code
     abort_code : in  code_t;
     clear      : in  std_logic;                 -- pulse
@@ -232,7 +232,7 @@ begin
           v.eop      := '0';
           v.code     := job.err;
           v.rec      := job.rec;
-          v.rec_addr := job_rec;
+          v.rec_addr := job_rec_addr;
           v.irq      := job.irq;
           v.stop     := job.stop;
           v.plan_ok  := '0';

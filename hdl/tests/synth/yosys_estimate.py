@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Rough resource estimate of mprace_dma_top: GHDL synthesizes the VHDL to a Verilog netlist,
+Yosys maps it with synth_xilinx (UltraScale). Needs ghdl and yosys (Debian packages); takes a
+few minutes. Usage: yosys_estimate.py [WORKDIR]
+
+GHDL 2.0 writes its one-hot selections as `case` without a default, which Yosys would turn into
+latches; they are complete, so a `default: x` is added before Yosys reads the netlist."""
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import hdl_runner  # noqa: E402
+
+
+def main():
+    work = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="mprace-synth-"))
+    work.mkdir(parents=True, exist_ok=True)
+    files = [str(hdl_runner.RTL / f) for f in hdl_runner.RTL_FILES]
+    subprocess.run(["ghdl", "-a", "--std=08", f"--workdir={work}"] + files, check=True)
+    net = subprocess.run(["ghdl", "--synth", "--std=08", f"--workdir={work}", "--out=verilog",
+                          "mprace_dma_top"], check=True, capture_output=True, text=True).stdout
+    lines, out, i = net.split("\n"), [], 0
+    while i < len(lines):
+        out.append(lines[i])
+        if lines[i].strip() == "always @*" and lines[i + 1].strip().startswith("case"):
+            j = i + 1
+            while not lines[j].strip().startswith("endcase"):
+                out.append(lines[j])
+                j += 1
+            block = "\n".join(lines[i + 1:j])
+            m = re.search(r":\s*(\w+)\s*<=", block)
+            if m and "default" not in block:
+                out.append(f"      default: {m.group(1)} <= 'bx;")
+            out.append(lines[j])
+            i = j
+        i += 1
+    (work / "mprace_dma_top.v").write_text("\n".join(out))
+    script = ("read_verilog mprace_dma_top.v; hierarchy -top mprace_dma_top; "
+              "synth_xilinx -family xcu -top mprace_dma_top -flatten; stat")
+    log = subprocess.run(["yosys", "-q", "-p", script, "-l", "yosys.log"], cwd=work,
+                         capture_output=True, text=True)
+    text = (work / "yosys.log").read_text()
+    stat = text[text.rfind("=== mprace_dma_top ==="):]
+    print(stat)
+    cells = dict(re.findall(r"^\s+(\w+)\s+(\d+)$", stat, re.M))
+    luts = sum(int(v) for k, v in cells.items() if re.fullmatch(r"LUT\d", k))
+    ffs = sum(int(v) for k, v in cells.items() if k.startswith("FD"))
+    print(f"LUTs {luts}  FFs {ffs}  RAMB18E2 {cells.get('RAMB18E2', 0)}  "
+          f"RAM32M16 {cells.get('RAM32M16', 0)}  latches {cells.get('LDCE', 0)}")
+    return log.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
