@@ -361,6 +361,46 @@ async def c2h_random(dut):
     tb.check_protocol()
 
 
+@cocotb.test()
+async def c2h_packet_edges(dut):
+    """Packet ends (tlast) exactly at descriptor ends, at TLP (MPS) boundaries inside a
+    descriptor, after one dword, and several packets against one descriptor."""
+    tb = make_tb(dut)
+    await tb.init()
+    mps = tb.mps
+    ring = Ring(tb, C2H, 16)
+    await ring.configure()
+    # (descriptor length, offset of its buffer from an MPS boundary)
+    descs = [(1024, 0), (2048, 0), (2048, 4), (64, 0), (1000, 8), (200, 0), (300, 12),
+             (700, 0), (mps, 0), (2 * mps, 0)]
+    packets = [1024,                 # ends with the descriptor
+               mps * 2,              # ends at a TLP boundary inside the descriptor
+               mps - 4,              # ends with the first TLP of an unaligned buffer
+               4,                    # one dword
+               100, 200,             # two packets: the first ends a descriptor early
+               1000,                 # spans two descriptors, ends with the second
+               mps, 2 * mps]         # exactly one and two full TLPs
+    expect = c2h_expect([n for n, _ in descs], packets)
+    stream = tb.rand_bytes(sum(packets))
+    pos = 0
+    for p in packets:
+        tb.c2h.send(stream[pos:pos + p], last=True)
+        pos += p
+    bufs = []
+    for n, off in descs:
+        a, o = tb.alloc(n + PAGE, align=PAGE, offset=PAGE - mps + off if off else 0)
+        bufs.append((a, o, n))
+    await tb.ch_control(C2H, run=1)
+    await run_ring(tb, ring, [(a, n, 0) for a, o, n in bufs])
+    pos = 0
+    for k, ((a, o, n), (nb, eop)) in enumerate(zip(bufs, expect)):
+        check_record(ring, k, nb, eop=eop)
+        assert bytes(tb.mem[o:o + nb]) == stream[pos:pos + nb], f"descriptor {k}: data"
+        pos += nb
+    assert pos == len(stream)
+    tb.check_protocol()
+
+
 # ------------------------------------------------------------------------------ H2C
 
 @cocotb.test()
@@ -1228,6 +1268,11 @@ def test_c2h_mps(mps):
     run("c2h_random", f"c2h_mps{mps}", mps=mps, seed=mps)
 
 
+@pytest.mark.parametrize("mps", [128, 256])
+def test_c2h_packet_edges(mps):
+    run("c2h_packet_edges", f"c2h_packet_edges{mps}", mps=mps)
+
+
 def test_c2h_packets_pauses():
     run("c2h_random", "c2h_packets_pauses", packets=1, pause=2, seed=7, ring=4, count=30)
 
@@ -1253,7 +1298,7 @@ def test_test_logic():
     run("test_logic", seed=21)
 
 
-@pytest.mark.parametrize("msi", [32, 1])
+@pytest.mark.parametrize("msi", [32, 2, 1])
 def test_interrupts(msi):
     run("interrupts", f"interrupts_msi{msi}", msi=msi)
 
