@@ -81,8 +81,9 @@ struct MemcpyOptions {
 	void *sink = nullptr;
 	std::size_t sink_size = 0;
 	std::uint32_t check_seed = 0;
-	// Link model: each transfer lasts at least bytes / rate, paced from its own start (so
-	// an idle link cannot bank bandwidth). MB/s = 10^6 bytes/s; 0: as fast as memcpy.
+	// Link model: each transfer lasts bytes / rate from its own start, the later of its
+	// start() and the end of the previous transfer (an idle link banks nothing; a late
+	// wake-up of the worker costs nothing). MB/s = 10^6 bytes/s; 0: as fast as memcpy.
 	double rate_mbps = 0;
 	// Fault injection, counted per direction from 1 since construction (or set_faults):
 	// transfer number fail_at[d] moves half its bytes, then fails with fail_errno (the
@@ -159,7 +160,7 @@ public:
 		if (c.result[i].state != Result::idle)
 			throw Error(EBUSY, "bufmgr::MemcpyTransfer::start: buffer already queued");
 		c.result[i] = Result{Result::queued, 0, 0, ++c.started};
-		c.queue.push_back({i, n, c.started});
+		c.queue.push_back({i, n, c.started, std::chrono::steady_clock::now()});
 		if (!c.worker.joinable())
 			c.worker = std::thread([s = s_.get(), d] { s->run(d); });
 		c.cv.notify_all();
@@ -208,6 +209,7 @@ public:
 		for (auto &r : c.result)
 			r = Result{};
 		c.error = 0;
+		c.link_free = {}; // what was aborted no longer occupies the link
 	}
 
 	// Counters and the model's state, any thread.
@@ -240,6 +242,7 @@ private:
 	struct Job {
 		std::size_t index, bytes;
 		std::uint64_t gen;
+		std::chrono::steady_clock::time_point queued; // when start() queued it
 	};
 	// One direction: its queue, the per-buffer results and the worker that plays the board.
 	// m guards everything but the atomics; the worker touches buffer memory only while busy.
@@ -252,6 +255,7 @@ private:
 		std::uint64_t started = 0, aborted_upto = 0; // start numbers
 		int error = 0;                  // the direction failed: nothing more is processed
 		std::uint64_t pos = 0;          // stream offset of the next byte (worker only)
+		std::chrono::steady_clock::time_point link_free{}; // link model: end of the last transfer
 		std::atomic<std::uint64_t> count{0}, bytes{0};
 		std::thread worker;
 	};
@@ -292,7 +296,10 @@ private:
 				const int k = idx(d);
 				const bool fault = n == opt.fail_at[k], stall = n == opt.stall_at[k];
 				const bool packet = d == Direction::c2h && n == opt.packet_at[k];
-				const auto t0 = std::chrono::steady_clock::now();
+				// The link starts a transfer when it is queued or when the previous one ends,
+				// whichever is later: late wake-ups of this thread do not slow the model down,
+				// and an idle link banks nothing.
+				const auto t0 = std::max(job.queued, c.link_free);
 				int err = 0;
 				std::size_t moved = job.bytes;
 				if (stall) {
@@ -312,8 +319,8 @@ private:
 					c.bytes.fetch_add(moved, std::memory_order_relaxed);
 					if (opt.rate_mbps > 0) {
 						const auto dt = std::chrono::duration<double>(moved / (opt.rate_mbps * 1e6));
-						c.cv.wait_until(lk, t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(dt),
-								aborted);
+						c.link_free = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(dt);
+						c.cv.wait_until(lk, c.link_free, aborted);
 					}
 				}
 				c.busy = false;
