@@ -11,7 +11,8 @@
 #   test_gpu_refuse   kernel-memory buffers refused before any CUDA call
 #   test_gpu_stage    FPGA -> host -> GPU and back, data checked on the GPU and by the board
 #   bench_gpu_stage   board alone / serial fill-then-copy / relay, MB/s (figures)
-#   bufmgr_bench      the buffer algorithms on emu:link=gen3x8 (figures; needs no GPU)
+#   bufmgr_bench      the buffer algorithms on emu:link=gen3x8 and on the memcpy model at
+#                     7000 MB/s (figures; needs no GPU)
 # Figures also go to CSV/text files in $BUILD/results (and $OUT, if set, e.g. by a CI runner).
 # Exit status: 0 if every test passed (or skipped: no GPU), 1 otherwise.
 # Environment: NVCC, CUDA_HOME, CC, CXX, BUILD, JOBS, SKIP_BENCH=1 (tests only).
@@ -88,8 +89,10 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
 	"$build/bench_gpu_stage" 256 | tee "$build/results/bench_gpu_stage.txt" || true
 	echo "== bufmgr_bench on emu:link=gen3x8 (figures)"
 	"$build/bufmgr_bench" --csv "$build/results/bufmgr_bench_gen3x8.csv" | tee "$build/results/bufmgr_bench_gen3x8.txt" || true
-	"$build/bufmgr_bench" --double 128K --min 1M --max 64M --csv "$build/results/bufmgr_bench_gen3x8_db128k.csv" \
-		| tee "$build/results/bufmgr_bench_gen3x8_db128k.txt" || true
+	"$build/bufmgr_bench" --double 128K --stream 16 128K --min 1M --max 64M \
+		--csv "$build/results/bufmgr_bench_gen3x8_128k.csv" | tee "$build/results/bufmgr_bench_gen3x8_128k.txt" || true
+	"$build/bufmgr_bench" --memcpy 7000 --min 64K --max 64M \
+		--csv "$build/results/bufmgr_bench_memcpy7000.csv" | tee "$build/results/bufmgr_bench_memcpy7000.txt" || true
 	if [ -n "${OUT:-}" ]; then
 		mkdir -p "$OUT" && cp "$build"/results/* "$OUT"/
 	fi
