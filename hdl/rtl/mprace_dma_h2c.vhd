@@ -107,6 +107,7 @@ architecture rtl of mprace_dma_h2c is
     o_rec      : std_logic;     -- write a record for the descriptor being finished
     o_rec_addr : std_logic_vector(63 downto 0);
     o_pop      : std_logic;
+    q_flush    : std_logic;     -- drop the descriptors behind one that failed
     -- stage 2
     s2_valid   : std_logic;
     s2_keep    : std_logic_vector(LANES_c-1 downto 0);
@@ -125,7 +126,7 @@ architecture rtl of mprace_dma_h2c is
     o_st => Idle_s, o_abort => '0', o_acode => (others => '0'), o_code => (others => '0'), o_pos => (others => '0'),
     o_start => (others => '0'), o_end => (others => '0'), o_eop => '0',
     o_bytes => (others => '0'), o_irq => '0', o_stop => '0', o_rec => '0',
-    o_rec_addr => (others => '0'), o_pop => '0', s2_valid => '0', s2_keep => (others => '0'),
+    o_rec_addr => (others => '0'), o_pop => '0', q_flush => '0', s2_valid => '0', s2_keep => (others => '0'),
     s2_last => '0', wb_valid => '0', wb_hdr => (others => '0'), wb_data => (others => '0'),
     ev_done => '0', ev_err => '0');
 
@@ -184,7 +185,9 @@ begin
   desc_ready <= take and q_in_ready and (job_ready or (desc.err ?/= code(ERR_NONE_c)));
   q_in_valid <= desc_valid and desc_ready;
   q_in_data  <= desc_pack(desc) & std_logic_vector(r.alloc);
-  q_flush    <= ctrl.reset or r.discard;
+  -- the queue keeps the oldest descriptor in flight until the output side has finished it
+  -- (with its record after an abort); only then are the ones behind it dropped
+  q_flush    <= ctrl.reset or r.q_flush;
   discard    <= ctrl.reset or r.discard;
 
   q_desc  <= desc_unpack(q_data(Q_W_c-1 downto 32));
@@ -202,6 +205,7 @@ begin
     v.abort    := '0';
     v.discard  := '0';
     v.o_pop    := '0';
+    v.q_flush  := '0';
     v.s2_valid := '0';
     v.ev_done  := '0';
     v.ev_err   := '0';
@@ -275,7 +279,9 @@ begin
           if r.abort = '1' then
             v.o_code := r.abort_code;          -- the oldest descriptor in flight ends
             v.o_st := Rec_s;
-            v.o_rec := '1';
+          elsif r.o_abort = '1' then
+            v.o_code := r.o_acode;
+            v.o_st := Rec_s;
           elsif q_desc.err /= code(ERR_NONE_c) then
             v.o_code := q_desc.err;
             v.o_st := Rec_s;
@@ -341,7 +347,7 @@ begin
 
     if finish then
       v.o_st := Idle_s;
-      if q_valid = '1' and r.o_st /= Idle_s then
+      if r.o_st /= Idle_s then
         v.o_pop := '1';
       end if;
       -- an abort that came after all data of a descriptor was out is reported after it
@@ -351,6 +357,7 @@ begin
         v.ev_err  := '1';
         v.o_abort := '0';
         v.halted  := '1';
+        v.q_flush := '1';
       end if;
     end if;
 
@@ -421,7 +428,9 @@ begin
       rd_en => '1', rd_pos => std_logic_vector(r.o_pos(ring_log2_g-1 downto 0)),
       rd_data => ring_rd_data);
 
-  o_flush <= ctrl.reset;
+  -- beats already in the output queue still go to the sink after a RESET: a stream must not
+  -- take back a valid beat
+  o_flush <= '0';
 
   i_out : entity work.mprace_fifo
     generic map (width_g => OUT_W_c, depth_log2_g => 2)

@@ -839,6 +839,24 @@ async def timeouts(dut):
     check_record(cring, 0, written, code=TMO)
     assert bytes(tb.mem[o:o + written]) == sent[:written]
     await reset_channel(tb, C2H, cring)
+    # a slow source is not a stalled one: the generator at 50 MB/s needs 5 us per 256-byte TLP,
+    # but every beat that arrives is progress
+    await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=SRC_GEN))
+    await tb.wr("PATGEN_RATE", 50)
+    await tb.wr("PATGEN_SEED", 3)
+    await tb.ch_wr(C2H, "TIMEOUT_US", 2)
+    (a, o, n), = alloc_buffers(tb, [2048])
+    await cring.submit([(a, n, 0)])
+    await tb.ch_control(C2H, run=1)
+    await cring.wait_done(0, timeout_us=100)
+    check_record(cring, 0, n)
+    assert bytes(tb.mem[o:o + n]) == pattern_bytes(3, n // 4)
+    await halt(tb, C2H)
+    await tb.wr("PATGEN_RATE", 0)
+    await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=SRC_USER))
+    await reset_channel(tb, C2H, cring)
+    await cring.configure(timeout_us=5)
+
     # a descriptor fetch that gets no answer: TIMEOUT, no record
     hole = 0x2000_0000_0000
     tb.completer.black_hole(hole, 1 << 20, core_timeout_ns=30_000)
@@ -851,10 +869,28 @@ async def timeouts(dut):
     await wait_not_busy(tb, C2H, timeout_us=60)          # until the core times it out
     await reset_channel(tb, C2H, cring)
 
+    # H2C: a sink that stalls is not a missing completion: no timeout while no read is awaited
+    await hring.configure(timeout_us=2)
+    tb.h2c.start()
+    tb.h2c.pause = iter(lambda: True, False)            # stalled until released
+    (a, o, n), = alloc_buffers(tb, [32 << 10])
+    data = tb.rand_bytes(n)
+    tb.mem[o:o + n] = data
+    await hring.submit([(a, n, 0)])
+    await tb.ch_control(H2C, run=1)
+    await Timer(20, "us")
+    await expect_state(tb, H2C, "RUNNING")
+    tb.h2c.pause = None
+    await hring.wait_done(0)
+    check_record(hring, 0, n)
+    assert bytes(tb.h2c.data) == data
+    await halt(tb, H2C)
+    await reset_channel(tb, H2C, hring)
+    tb.h2c.data.clear()
+
     # H2C: reads into a black hole; the engine times out first, the core's completion timeout
     # (emulated) frees the tag later; until then the channel stays BUSY
     await hring.configure(timeout_us=10)
-    tb.h2c.start()
     hole2 = 0x3000_0000_0000
     tb.completer.black_hole(hole2, 1 << 20, core_timeout_ns=40_000)
     t0 = get_sim_time("ns")
@@ -925,6 +961,20 @@ async def desc_errors(dut):
         assert await tb.rd("IRQ_STATUS") & errbit, name
         await tb.wr("IRQ_STATUS", errbit)
         await reset_channel(tb, ch, ring)
+
+    # the largest length is valid: the descriptor starts moving data (then it is aborted)
+    big, big_off = tb.alloc(max_len)
+    await ring.submit([(big, max_len, 0)])
+    await tb.ch_control(ch, run=1)
+    await Timer(3, "us")
+    await expect_state(tb, ch, "RUNNING")
+    await tb.ch_control(ch, abort=1)
+    await tb.wait_state(ch, "ERROR")
+    await ring.wait_done(0)
+    rb, st = ring.result(0)
+    assert S.status(st) == (1, 1, 0, E["ABORTED"]) and 0 < rb < max_len, (rb, st)
+    await tb.wr("IRQ_STATUS", errbit)
+    await reset_channel(tb, ch, ring)
 
     await case("length 0", (buf, 0, 0), E["DESC_LENGTH"])
     await case("length above max", (buf, max_len + 4, 0), E["DESC_LENGTH"])
