@@ -32,6 +32,11 @@ struct pd_backend_ops {
 	int (*irq_clear)(pd_device *dev, unsigned int source);
 };
 
+/* A node of a circular doubly-linked list: O(1) unlink for thousands of pinned buffers. */
+struct pd_link {
+	struct pd_link *prev, *next;
+};
+
 struct pd_bar_map {
 	void *addr;
 	size_t size;
@@ -41,16 +46,16 @@ struct pd_bar_map {
 struct pd_device {
 	const struct pd_backend_ops *ops;
 	void *priv;
-	pthread_mutex_t lock; /* protects bars[], kmem_list and umem_list */
+	pthread_mutex_t lock; /* protects bars[], kmems and umems */
 	struct pd_bar_map bars[PD_MAX_BARS];
-	/* kmem/umem still owned by this handle, released by pd_close */
-	struct pd_kmem *kmem_list;
-	struct pd_umem *umem_list;
+	/* kmem/umem still owned by this handle (lock), released by pd_close */
+	struct pd_link kmems;
+	struct pd_link umems;
 };
 
 struct pd_kmem {
+	struct pd_link link; /* first: the list code casts a link back to its object */
 	pd_device *dev;
-	struct pd_kmem *next;
 	uint32_t id;
 	void *ptr;
 	uint64_t bus_addr;
@@ -59,8 +64,8 @@ struct pd_kmem {
 };
 
 struct pd_umem {
+	struct pd_link link; /* first, as in pd_kmem */
 	pd_device *dev;
-	struct pd_umem *next;
 	uint32_t id;
 	void *addr;
 	size_t size;

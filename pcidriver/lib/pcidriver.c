@@ -15,6 +15,26 @@
 
 #define PD_DEFAULT_KERNEL_DEVICE "/dev/fpga0"
 
+/* The ownership lists of a handle: every kmem/umem it still holds, for pd_close. */
+static void own(pd_device *dev, struct pd_link *head, struct pd_link *l)
+{
+	pthread_mutex_lock(&dev->lock);
+	l->next = head->next;
+	l->prev = head;
+	head->next->prev = l;
+	head->next = l;
+	pthread_mutex_unlock(&dev->lock);
+}
+
+static void disown(pd_device *dev, struct pd_link *l)
+{
+	pthread_mutex_lock(&dev->lock);
+	l->prev->next = l->next;
+	l->next->prev = l->prev;
+	l->next = l->prev = l;
+	pthread_mutex_unlock(&dev->lock);
+}
+
 /* Is `name` one of "emu", "emu:..."? */
 static int is_emu_name(const char *name)
 {
@@ -89,6 +109,8 @@ int pd_open(const char *name, pd_device **out)
 		return -ENOMEM;
 	dev->ops = ops;
 	pthread_mutex_init(&dev->lock, NULL);
+	dev->kmems.next = dev->kmems.prev = &dev->kmems;
+	dev->umems.next = dev->umems.prev = &dev->umems;
 	ret = ops->open(dev, path);
 	if (ret) {
 		pthread_mutex_destroy(&dev->lock);
@@ -105,10 +127,10 @@ void pd_close(pd_device *dev)
 
 	if (!dev)
 		return;
-	while (dev->umem_list)
-		pd_umem_unmap(dev->umem_list);
-	while (dev->kmem_list)
-		pd_kmem_free(dev->kmem_list);
+	while (dev->umems.next != &dev->umems)
+		pd_umem_unmap((pd_umem *)dev->umems.next);
+	while (dev->kmems.next != &dev->kmems)
+		pd_kmem_free((pd_kmem *)dev->kmems.next);
 	for (bar = 0; bar < PD_MAX_BARS; bar++)
 		pd_unmap_bar(dev, bar);
 	dev->ops->close(dev);
@@ -306,10 +328,7 @@ int pd_kmem_alloc(pd_device *dev, size_t size, pd_kmem **out)
 		free(km);
 		return ret;
 	}
-	pthread_mutex_lock(&dev->lock);
-	km->next = dev->kmem_list;
-	dev->kmem_list = km;
-	pthread_mutex_unlock(&dev->lock);
+	own(dev, &dev->kmems, &km->link);
 	*out = km;
 	return 0;
 }
@@ -317,18 +336,12 @@ int pd_kmem_alloc(pd_device *dev, size_t size, pd_kmem **out)
 int pd_kmem_free(pd_kmem *km)
 {
 	pd_device *dev;
-	pd_kmem **p;
 	int ret;
 
 	if (!km)
 		return -EINVAL;
 	dev = km->dev;
-	pthread_mutex_lock(&dev->lock);
-	for (p = &dev->kmem_list; *p && *p != km; p = &(*p)->next)
-		;
-	if (*p)
-		*p = km->next;
-	pthread_mutex_unlock(&dev->lock);
+	disown(dev, &km->link);
 	ret = dev->ops->kmem_free(dev, km);
 	free(km);
 	return ret;
@@ -367,10 +380,7 @@ int pd_umem_map(pd_device *dev, void *addr, size_t size, enum pd_dma_dir dir, pd
 		free(um);
 		return ret;
 	}
-	pthread_mutex_lock(&dev->lock);
-	um->next = dev->umem_list;
-	dev->umem_list = um;
-	pthread_mutex_unlock(&dev->lock);
+	own(dev, &dev->umems, &um->link);
 	*out = um;
 	return 0;
 }
@@ -378,18 +388,12 @@ int pd_umem_map(pd_device *dev, void *addr, size_t size, enum pd_dma_dir dir, pd
 int pd_umem_unmap(pd_umem *um)
 {
 	pd_device *dev;
-	pd_umem **p;
 	int ret;
 
 	if (!um)
 		return -EINVAL;
 	dev = um->dev;
-	pthread_mutex_lock(&dev->lock);
-	for (p = &dev->umem_list; *p && *p != um; p = &(*p)->next)
-		;
-	if (*p)
-		*p = um->next;
-	pthread_mutex_unlock(&dev->lock);
+	disown(dev, &um->link);
 	ret = dev->ops->umem_unmap(dev, um);
 	free(um->sg);
 	free(um);
