@@ -66,6 +66,7 @@ begin
   p_grant : process(all)
     variable g : natural range 0 to ports_g-1;
     variable h : std_logic;
+    variable p : natural range 0 to 2*ports_g-1;
   begin
     g := r.sel;
     h := '0';
@@ -73,8 +74,13 @@ begin
       h := s_tvalid(r.sel);
     else
       for k in 1 to ports_g loop
-        if h = '0' and s_tvalid((r.last + k) mod ports_g) = '1' then
-          g := (r.last + k) mod ports_g;
+        -- (last + k) mod ports_g without a divider
+        p := r.last + k;
+        if p >= ports_g then
+          p := p - ports_g;
+        end if;
+        if h = '0' and s_tvalid(p) = '1' then
+          g := p;
           h := '1';
         end if;
       end loop;
@@ -107,10 +113,23 @@ begin
   end process;
 
   f_in_valid <= have;
-  f_in_data  <= s_tdata(grant*DATA_W_c+DATA_W_c-1 downto grant*DATA_W_c) &
-                s_tkeep(grant*LANES_c+LANES_c-1 downto grant*LANES_c) &
-                s_tuser(grant*RQ_USER_W_c+RQ_USER_W_c-1 downto grant*RQ_USER_W_c) &
-                s_tlast(grant) & std_logic_vector(to_unsigned(grant, SEL_W_c));
+
+  -- one slice per input and a plain select (an index into the concatenation would make a
+  -- shifter of the whole input vector in synthesis)
+  p_data : process(all)
+    variable d : std_logic_vector(ENT_W_c-1 downto 0);
+  begin
+    d := (others => '0');
+    for k in 0 to ports_g-1 loop
+      if grant = k then
+        d := s_tdata(k*DATA_W_c+DATA_W_c-1 downto k*DATA_W_c) &
+             s_tkeep(k*LANES_c+LANES_c-1 downto k*LANES_c) &
+             s_tuser(k*RQ_USER_W_c+RQ_USER_W_c-1 downto k*RQ_USER_W_c) &
+             s_tlast(k) & std_logic_vector(to_unsigned(k, SEL_W_c));
+      end if;
+    end loop;
+    f_in_data <= d;
+  end process;
 
   i_fifo : entity work.mprace_fifo
     generic map (width_g => ENT_W_c, depth_log2_g => 2)
