@@ -8,7 +8,7 @@
 #   GHDL                      the ghdl executable (its directory is put first on PATH)
 #   HDL_SOAK=1                run the long soak variant
 #   HDL_JOBS=N                pytest-xdist workers (default: 2 when there are 2+ CPUs)
-#   HDL_PYTEST_ARGS           extra pytest arguments, e.g. "-k h2c" to run a subset
+#   HDL_PYTEST_ARGS           extra pytest arguments, e.g. "-k 'c2h or h2c'" for a subset
 # The venv lives in $top_builddir/tests/hdl/.venv and is rebuilt when
 # hdl/tests/requirements.txt changes; simulation products go to
 # $top_builddir/tests/hdl/sim_build. Nothing is written to the source tree.
@@ -61,9 +61,11 @@ export MPRACE_HDL_BUILD PYTHONDONTWRITEBYTECODE
 
 rm -f "$junit"
 cd "$work" || exit 1
+# HDL_PYTEST_ARGS is split like a shell command line: HDL_PYTEST_ARGS="-k 'c2h or h2c'"
+eval "set -- ${HDL_PYTEST_ARGS:-}"
 # shellcheck disable=SC2086
 "$venv/bin/python" -m pytest -p no:cacheprovider -q -rfE --junitxml="$junit" $xdist \
-    ${HDL_PYTEST_ARGS:-} "$top_srcdir/hdl/tests" >&2
+    "$@" "$top_srcdir/hdl/tests" >&2
 status=$?
 
 [ -f "$junit" ] || bail "pytest wrote no results (exit status $status)"
