@@ -234,7 +234,7 @@ begin
         v.state(c) := STATE_ERROR_c;
         v.code(c)  := chan_stat(c).err_code;
         v.run(c)   := '0';
-        v.bytes(c) := v.bytes(c) + chan_stat(c).bytes;
+        -- BYTES stays: it counts completed descriptors (dma-engine.md section 5)
         v.irq_status(IRQ_ERROR_BIT_c) := '1';
       end if;
       -- state machine

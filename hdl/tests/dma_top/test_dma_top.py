@@ -973,6 +973,7 @@ async def desc_errors(dut):
     await ring.wait_done(0)
     rb, st = ring.result(0)
     assert S.status(st) == (1, 1, 0, E["ABORTED"]) and 0 < rb < max_len, (rb, st)
+    assert await tb.ch_rd(ch, "BYTES_LO") == 0, "an aborted descriptor is not completed"
     await tb.wr("IRQ_STATUS", errbit)
     await reset_channel(tb, ch, ring)
 
@@ -1001,6 +1002,8 @@ async def desc_errors(dut):
         await expect_state(tb, ch, "ERROR", E["BUS_ERROR"])
         check_record(ring, 0, 4096, code=E["BUS_ERROR"])
         assert len(tb.h2c.data) == 4096
+        # BYTES counts completed descriptors only: the sum of RESULT_BYTES before HEAD
+        assert await tb.ch_rd(ch, "BYTES_LO") == 0
         await reset_channel(tb, ch, ring)
     else:
         # a posted write cannot fail on the device side: the record says DONE (the virtual
