@@ -6,8 +6,10 @@
  *                                     one at a time and 32 per doorbell (emu:link=ideal)
  *   bench_emu rate DEVICE [MiB] [DESC] C2H and H2C throughput alone and both at once,
  *                                     against the preset's model rate
- *   bench_emu sg OPTS [MiB] [BUF_MiB] user memory with each umem layout (sg=pages, random,
- *                                     merged; OPTS are further emu options, e.g.
+ *   bench_emu sg OPTS [MiB] [BUF_MiB] [LAYOUTS]
+ *                                     user memory with each umem layout (sg=pages, random,
+ *                                     merged, or those named in LAYOUTS; OPTS are further
+ *                                     emu options, e.g.
  *                                     link=gen4x16): one descriptor per SG entry (as
  *                                     libmprace makes them), C2H from the pattern generator,
  *                                     H2C into the checker, alone and both at once; MB/s next
@@ -398,12 +400,15 @@ static void sg_layout(const char *opts, const char *layout, uint64_t mib, uint64
 	}
 }
 
-static void sgbench(const char *opts, uint64_t mib, uint64_t buf_mib)
+static void sgbench(const char *opts, uint64_t mib, uint64_t buf_mib, const char *layouts)
 {
+	static const char *const all[] = { "pages", "random", "merged" };
+	unsigned int i;
+
 	printf("# opts,sg,direction,avg_desc_bytes,MB_per_s,model_MB_per_s,board_cpu_ns_per_desc\n");
-	sg_layout(opts, "pages", mib, buf_mib);
-	sg_layout(opts, "random", mib, buf_mib);
-	sg_layout(opts, "merged", mib, buf_mib);
+	for (i = 0; i < 3; i++)
+		if (strstr(layouts, all[i]))
+			sg_layout(opts, all[i], mib, buf_mib);
 }
 
 int main(int argc, char **argv)
@@ -419,10 +424,11 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 3 && !strcmp(argv[1], "sg")) {
 		sgbench(argv[2], argc > 3 ? strtoull(argv[3], NULL, 0) : 512,
-			argc > 4 ? strtoull(argv[4], NULL, 0) : 64);
+			argc > 4 ? strtoull(argv[4], NULL, 0) : 64,
+			argc > 5 ? argv[5] : "pages,random,merged");
 		return 0;
 	}
 	fprintf(stderr, "usage: bench_emu ops [DEVICE] [N] | bench_emu rate DEVICE [MiB] [DESC] |\n"
-		"       bench_emu sg OPTS [MiB] [BUF_MiB]\n");
+		"       bench_emu sg OPTS [MiB] [BUF_MiB] [LAYOUTS]\n");
 	return 2;
 }

@@ -9,26 +9,33 @@
  *   emu_iommu.c    the IOVA allocator and the IOMMU-like table the engine translates through
  *   emu_cfg.c      PCI config space (IDs, BARs, MSI and PCIe capabilities) and its write rules
  *   emu_regs.c     BAR0: register reads/writes with their side effects, interrupts
- *   emu_engine.c   the channel threads (descriptor ring, data movement, completion records),
- *                  the test logic (pattern generator, checker, loopback FIFO), the copy pool
+ *   emu_engine.c   the channel threads (descriptor ring, read-ahead window, completion
+ *                  records), the test logic (pattern generator, checker, loopback FIFO)
+ *   emu_pool.c     the copy pool: fill/check/copy kernels and the worker threads that run
+ *                  the engine's data jobs ("segments") from one queue per channel
  *   emu_backend.c  struct pd_backend_ops pd_emu_backend: open/close, BARs, kmem, umem, IRQ wait
  *
  * Threads: one engine thread per channel (C2H, H2C), plus `workers` copy threads shared by
  * both channels. Callers' threads only touch registers (atomics, short mutexes) and the IOMMU
- * table; they never move data.
+ * table; they never move data. An engine thread dispatches the data of up to `window=` pieces
+ * (of one or several descriptors) to the pool before it completes the oldest one, in order.
  *
  * Locking (lock order, outermost first; no lock is held while sleeping except the one a
  * condition variable releases):
  *   emu_chan.lock        channel state transitions (STATE, RUN, requests, ERROR_CODE, reset);
  *                        C2H's before H2C's where both are needed (TEST_CONTROL writes)
  *   emu_iommu.lock       the IOVA allocator; serialises map/unmap
- *   emu_iommu.reader[i]  held by channel thread i from a descriptor's fetch to its record
- *                        while it translates and touches host memory (dropped before any
- *                        wait); map/unmap hold all of them while they change the table.
- *                        Nobody takes a channel lock while holding a reader lock.
+ *   emu_iommu.reader[i]  held by channel thread i while it translates bus addresses and
+ *                        while any data it dispatched to the pool is still being copied
+ *                        (the workers take no IOMMU lock: they run under the engine's); it
+ *                        is dropped, after those copies have finished, before every sleeping
+ *                        wait, before a channel lock is taken, when idle and as soon as a
+ *                        map/unmap waits for it (emu_iommu.writers). map/unmap hold all of
+ *                        them while they change the table. Nobody takes a channel lock while
+ *                        holding a reader lock.
  *   emu_test.lock        user-stream model and checker seed/counters (the pattern
  *                        generator's seed is read lock-free)
- *   emu_pool.lock        the copy pool's job slots
+ *   emu_pool.lock        sleeping and waking of workers and of engines waiting for them
  *   emu_irq.lock         IRQ_STATUS, IRQ_ENABLE, the per-vector event counters
  *   emu_dev.lock         the list of live kmem host ranges (umem overlap check), IDs
  *   emu_dev.cfg_lock     config space bytes
@@ -88,6 +95,8 @@ struct emu_config {
 	enum emu_sg_mode sg;
 	uint64_t maxseg;     /* longest SG entry (0: no limit) */
 	int workers;         /* copy threads; -1 = auto */
+	unsigned int window; /* pieces in flight per channel (1: no read-ahead) */
+	uint64_t nt_min;     /* mappings at least this large are filled bypassing the cache */
 	struct emu_fault stall[MP_CH_COUNT];
 	struct emu_fault buserr[MP_CH_COUNT];
 	int64_t dropirq;     /* index of the MSI message to drop, -1 = none */
@@ -136,6 +145,8 @@ struct emu_map {
 	unsigned int access;          /* EMU_ACC_* */
 	size_t nruns;
 	struct emu_run *runs;         /* sorted by iova; relative to 0 until emu_iommu_add */
+	uint32_t *page_run;           /* emu_iommu's: page of the window -> run index + 1 (0:
+				       * unmapped), for scattered mappings (many runs) */
 };
 
 struct emu_padded_mutex {
@@ -144,6 +155,8 @@ struct emu_padded_mutex {
 
 struct emu_iommu {
 	pthread_mutex_t lock;         /* writers: the table and the allocator */
+	atomic_uint writers;          /* a writer waits for (or holds) the reader locks */
+	uint64_t gen;                 /* bumped by every table change (all reader locks held) */
 	struct emu_padded_mutex reader[EMU_READERS]; /* table changes hold all of these too */
 	size_t n, cap;                /* the table: mappings sorted by win_start */
 	struct emu_map **maps;
@@ -165,6 +178,16 @@ void emu_iommu_reader_unlock(struct emu_iommu *mmu, unsigned int reader);
 uint64_t emu_iommu_xlat(struct emu_iommu *mmu, uint64_t iova, uint64_t len,
 			unsigned int access, uint8_t **host);
 
+/* With the reader lock held: the run of a live mapping with `access` that holds bus address
+ * iova (false: a fault at iova). It stays valid while mmu->gen is unchanged. */
+struct emu_xrun {
+	uint64_t iova, len;           /* the run */
+	uint8_t *host;                /* its first byte in this process */
+	uint64_t map_len;             /* the size of its mapping's window */
+};
+bool emu_iommu_run(struct emu_iommu *mmu, uint64_t iova, unsigned int access,
+		   struct emu_xrun *out);
+
 /* ------------------------------------------------------------------ device state */
 
 /* emu_chan.ctl: RUN is the level of CONTROL.RUN; the others are requests to the engine. */
@@ -176,6 +199,7 @@ uint64_t emu_iommu_xlat(struct emu_iommu *mmu, uint64_t iova, uint64_t len,
 #define EMU_OBS 64u   /* doorbell observations kept per channel */
 
 struct emu_dev;
+struct emu_win;
 
 struct emu_chan {
 	struct emu_dev *dev;
@@ -207,7 +231,8 @@ struct emu_chan {
 	atomic_uint gen;                     /* counts resets */
 
 	/* engine-thread private */
-	_Alignas(EMU_CACHELINE) uint64_t seq;        /* descriptors begun since open (faults) */
+	_Alignas(EMU_CACHELINE) uint64_t seq;        /* descriptors started since open (faults) */
+	struct emu_win *win;                 /* the read-ahead window (emu_engine.c) */
 	double cursor_ns;                    /* model time where the link is free again */
 	unsigned int seen_gen;
 	uint32_t obs_tail[EMU_OBS];          /* doorbell observations: tail value ... */
@@ -253,22 +278,53 @@ struct emu_irq {
 	int64_t drop;                        /* message index to drop, -1 none (lock) */
 };
 
-struct emu_job;
+/* ------------------------------------------------------------------ copy pool (emu_pool.c) */
+
+/* A group of segments that completes together: a window entry, or a synchronous job. */
+struct emu_done {
+	_Alignas(EMU_CACHELINE) atomic_uint pending;   /* segments not finished yet */
+	atomic_uint_least64_t bad;                     /* checker mismatches found by them */
+};
+
+enum emu_seg_kind { EMU_SEG_FILL, EMU_SEG_FILL_NT, EMU_SEG_CHECK, EMU_SEG_COPY };
+
+/* One piece of work: fill `len` bytes at dst with pattern words w0, w0+1, ..., compare them
+ * at src, or copy them from src to dst. */
+struct emu_seg {
+	atomic_uint len;              /* read before the segment is claimed: atomic */
+	unsigned int kind;            /* enum emu_seg_kind */
+	uint32_t w0;
+	uint8_t *dst;
+	const uint8_t *src;
+	struct emu_done *done;
+};
+
+#define EMU_QSEGS 1024u           /* segments per channel queue (power of two) */
+
+/* One channel's segments: its engine thread writes slots and publishes them (`pub`),
+ * workers and the engine itself claim them in order (`claim`, compare-and-swap). A slot is
+ * rewritten only after its segment has finished (the engine knows: its group completed). */
+struct emu_queue {
+	_Alignas(EMU_CACHELINE) atomic_uint_least64_t pub;
+	uint64_t pushed;              /* engine private: slots written, not yet published */
+	uint64_t free;                /* engine private: every segment below this has finished */
+	_Alignas(EMU_CACHELINE) atomic_uint_least64_t claim;
+	_Alignas(EMU_CACHELINE) struct emu_seg seg[EMU_QSEGS];
+};
 
 struct emu_pool {
 	pthread_mutex_t lock;
-	pthread_cond_t work;          /* workers wait for a job */
-	pthread_cond_t done;          /* submitters wait for their parts */
-	struct emu_job *slot[MP_CH_COUNT];
+	pthread_cond_t work;          /* idle workers sleep here */
+	pthread_cond_t done;          /* engines waiting for their segments sleep here */
+	struct emu_queue q[MP_CH_COUNT];
 	unsigned int nthreads, started;
-	unsigned int sleepers;        /* workers in cond_wait (lock) */
 	pthread_t *threads;
-	bool quit;
-	/* jobs with parts nobody has claimed yet (written under lock): idle workers spin on it
-	 * for EMU_WORKER_SPIN_NS before they sleep, so back-to-back pieces need no wake-up */
-	_Alignas(EMU_CACHELINE) atomic_uint active;
+	bool inited;
+	_Alignas(EMU_CACHELINE) atomic_uint sleepers;  /* workers in (or going to) cond_wait */
+	atomic_uint waking;           /* a signalled worker has not run yet */
+	atomic_uint done_waiters;     /* engines in (or going to) cond_wait on `done` */
+	atomic_bool quit;
 };
-
 struct emu_kmem_range {
 	struct emu_kmem_range *next;
 	uintptr_t start, end;
@@ -279,7 +335,8 @@ struct emu_dev {
 	struct emu_link link;
 	uint64_t t0_ns;
 	uint64_t chunk;               /* bytes per paced piece (power of two) */
-	uint64_t split_min;           /* smallest piece handed to the copy pool */
+	uint64_t split_min;           /* a piece is split into parts of at least this size */
+	uint64_t win_bytes;           /* data in a channel's read-ahead window (soft limit) */
 
 	/* BAR0 globals */
 	atomic_uint scratch;
@@ -325,6 +382,20 @@ void emu_irq_raise(struct emu_dev *d, uint32_t bit);
 void emu_irq_reset(struct emu_dev *d);
 int emu_irq_wait(struct emu_dev *d, unsigned int vec, uint32_t timeout_ms);
 int emu_irq_clear(struct emu_dev *d, unsigned int vec);
+
+/* emu_pool.c */
+int emu_pool_start(struct emu_dev *d);       /* worker threads */
+void emu_pool_stop(struct emu_dev *d);       /* joins them (the engines have stopped) */
+/* Engine side, channel ch only: */
+struct emu_seg *emu_pool_slot(struct emu_dev *d, unsigned int ch);  /* next free slot */
+void emu_pool_push(struct emu_dev *d, unsigned int ch);              /* it is written */
+void emu_pool_publish(struct emu_dev *d, unsigned int ch);           /* workers may take them */
+unsigned int emu_pool_room(struct emu_dev *d, unsigned int ch);      /* free slots */
+bool emu_pool_help(struct emu_dev *d, unsigned int ch);   /* runs unclaimed segments */
+void emu_pool_wait(struct emu_dev *d, unsigned int ch, struct emu_done *done);
+/* Runs one segment on the calling thread; returns the mismatches (EMU_SEG_CHECK). */
+uint64_t emu_seg_run(unsigned int kind, uint8_t *dst, const uint8_t *src, uint64_t len,
+		     uint32_t w0);
 
 /* emu_engine.c */
 int emu_engine_start(struct emu_dev *d);     /* threads; call once after init */

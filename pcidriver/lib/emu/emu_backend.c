@@ -83,9 +83,12 @@ static int emu_open(pd_device *dev, const char *name)
 	} else {
 		d->chunk = 1u << 20;
 	}
-	/* parts handed to the copy pool are at least this large: smaller ones cost more in
-	 * hand-offs (the pool lock) than they gain (measured, docs/virtual-board.md) */
+	/* a piece is split for the copy pool into parts at least this large (pieces of many
+	 * descriptors are in flight at once anyway: more parts gain nothing) */
 	d->split_min = 128u << 10;
+	/* data a channel may have in flight ahead of its oldest piece: two pieces, at least
+	 * 512 KiB (at most ~0.4 ms of link time, less at high rates) */
+	d->win_bytes = 2 * d->chunk > (512u << 10) ? 2 * d->chunk : 512u << 10;
 
 	pthread_mutex_init(&d->lock, NULL);
 	d->next_kmem_id = d->next_umem_id = 1;

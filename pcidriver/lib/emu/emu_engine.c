@@ -1,27 +1,47 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * The engine of the virtual board: one thread per channel walks the descriptor ring as
- * docs/dma-engine.md sections 4-7 describe, moving data through the IOMMU (emu_iommu.c), paced
- * by the link model (emu_link.c), to and from the test logic (pattern generator, checker,
- * loopback FIFO) and the user-stream model.
+ * docs/dma-engine.md sections 4-7 describe, moving data through the IOMMU (emu_iommu.c) with
+ * the copy pool (emu_pool.c), paced by the link model (emu_link.c), to and from the test logic
+ * (pattern generator, checker, loopback FIFO) and the user-stream model.
  *
  * Channel state machine and who changes what (all transitions under emu_chan.lock):
  *   IDLE -> RUNNING      a register write of CONTROL.RUN = 1
- *   RUNNING -> IDLE      RUN = 0 with nothing in flight (the writer), after the descriptor in
+ *   RUNNING -> IDLE      RUN = 0 with nothing in flight (the writer), after the descriptors in
  *                        flight (the engine), or a descriptor with CTRL.STOP (the engine)
  *   * -> ERROR           a failing descriptor (the engine) or ABORT (the writer when nothing is
  *                        in flight, else the engine at its next check point)
  *   * -> IDLE            RESET (the writer when nothing is in flight, else the engine)
- * `inflight` is the engine's claim on a descriptor (BUSY). The engine sets it (or keeps it
- * from the descriptor before) and then re-reads `ctl` before each descriptor; a writer changes
- * `ctl` and then reads `inflight` (both sequentially consistent), so either the engine sees
- * the request before it starts a descriptor, or the writer sees the claim and leaves the
- * request to the engine, waiting on `ack` for ABORT and RESET so that they have taken effect
- * when the register write returns. The engine clears the claim whenever it stops: no work,
- * RUN = 0, a request, ERROR, STOP.
+ * `inflight` is the engine's claim (BUSY): it is set while the read-ahead window holds work.
+ * The engine sets it (or keeps it from the descriptor before) and then re-reads `ctl` before it
+ * starts a descriptor with an empty window; a writer changes `ctl` and then reads `inflight`
+ * (both sequentially consistent), so either the engine sees the request before it starts, or
+ * the writer sees the claim and leaves the request to the engine, waiting on `ack` for ABORT
+ * and RESET so that they have taken effect when the register write returns. The engine clears
+ * the claim whenever it stops: no work, RUN = 0, a request, ERROR, STOP.
  *
- * Inside a descriptor the engine checks for requests between pieces (at most `chunk` bytes,
- * aligned in bus address space) and in every wait; a piece being copied finishes first.
+ * The read-ahead window (struct emu_win). Descriptors are cut into pieces at `chunk`-aligned
+ * bus addresses (about 200 us of link time each). The engine *dispatches* a piece - translates
+ * it, hands its data to the pool as segments, advances the pattern generator / checker /
+ * user-stream position and the link model's cursor - and moves on to the next piece, of the
+ * same or the next descriptor (read-ahead), up to `window=` pieces or d->win_bytes of data.
+ * It *retires* the oldest piece once its data has been moved (the pool's count, acquire) and
+ * the link model says the link has carried it; the last piece of a descriptor writes its
+ * completion record (release), then HEAD, BYTES and the interrupt: strictly in order. Each
+ * piece is paced from its own dispatch time exactly as without read-ahead (cursor = max(cursor,
+ * dispatch - 10 us) + its link time), so copying in parallel shortens no descriptor's link
+ * time; it only takes the host CPU out of the critical path.
+ *
+ * Everything that can go wrong with a piece is known when it is dispatched (translation,
+ * injected bus errors): such a piece is marked to fail the descriptor after its data, and
+ * nothing behind it is dispatched. Descriptors that fail their checks, wait for something
+ * outside the engine (loopback FIFO, a source without data, an injected stall) are not read
+ * ahead: they are started only with an empty window, at HEAD, and run the serial path (one
+ * piece at a time, the engine waiting with timeouts), as are fetch and ring errors.
+ * A request (ABORT, RESET, close) ends the window: the data in flight finishes, the pieces of
+ * the descriptor at HEAD count as moved, the descriptors read ahead are forgotten (their data
+ * may have been written, as posted writes would be; no record, no BYTES, and the sources go
+ * back to where those descriptors began).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,10 +51,6 @@
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
 
 #include "emu.h"
 
@@ -51,355 +67,83 @@
 
 #define CTRL_DEFINED (MP_DESC_CTRL_IRQ_MASK | MP_DESC_CTRL_EOP_MASK | MP_DESC_CTRL_STOP_MASK)
 
+#define WIN_MAX 256u              /* largest window= */
+
 static inline uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
-/* ================================================================== copy kernels */
+/* ================================================================== engine state */
 
-/* Writes n pattern words w0, w0+1, ... (little-endian) at dst (4-byte aligned). */
-static void fill_words_sse2(uint8_t *dst, uint64_t n, uint32_t w0)
-{
-	uint64_t i = 0;
-#if defined(__SSE2__)
-	__m128i v = _mm_add_epi32(_mm_set1_epi32((int)w0), _mm_set_epi32(3, 2, 1, 0));
-	const __m128i four = _mm_set1_epi32(4);
-
-	for (; i + 16 <= n; i += 16) {
-		__m128i v1 = _mm_add_epi32(v, four);
-		__m128i v2 = _mm_add_epi32(v1, four);
-		__m128i v3 = _mm_add_epi32(v2, four);
-
-		_mm_storeu_si128((__m128i *)(void *)(dst + 4 * i), v);
-		_mm_storeu_si128((__m128i *)(void *)(dst + 4 * i + 16), v1);
-		_mm_storeu_si128((__m128i *)(void *)(dst + 4 * i + 32), v2);
-		_mm_storeu_si128((__m128i *)(void *)(dst + 4 * i + 48), v3);
-		v = _mm_add_epi32(v3, four);
-	}
-#endif
-	for (; i < n; i++) {
-		uint32_t w = w0 + (uint32_t)i;
-
-		memcpy(dst + 4 * i, &w, 4);
-	}
-}
-
-/* Compares n words at src with w0, w0+1, ...; returns the number that differ. Equal lanes
- * are summed as -1 in vector accumulators (n stays below 2^32 per call). */
-static uint64_t check_words_sse2(const uint8_t *src, uint64_t n, uint32_t w0)
-{
-	uint64_t i = 0, bad = 0;
-#if defined(__SSE2__)
-	__m128i v = _mm_add_epi32(_mm_set1_epi32((int)w0), _mm_set_epi32(3, 2, 1, 0));
-	const __m128i four = _mm_set1_epi32(4);
-	__m128i acc = _mm_setzero_si128();
-	uint32_t lane[4];
-	unsigned int k;
-
-	for (; i + 16 <= n; i += 16) {
-		__m128i v1 = _mm_add_epi32(v, four), v2 = _mm_add_epi32(v1, four);
-		__m128i v3 = _mm_add_epi32(v2, four);
-		__m128i e0 = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(const void *)(src + 4 * i)), v);
-		__m128i e1 = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(const void *)(src + 4 * i + 16)), v1);
-		__m128i e2 = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(const void *)(src + 4 * i + 32)), v2);
-		__m128i e3 = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(const void *)(src + 4 * i + 48)), v3);
-
-		acc = _mm_add_epi32(acc, _mm_add_epi32(_mm_add_epi32(e0, e1), _mm_add_epi32(e2, e3)));
-		v = _mm_add_epi32(v3, four);
-	}
-	_mm_storeu_si128((__m128i *)(void *)lane, acc);
-	bad = i;
-	for (k = 0; k < 4; k++)
-		bad -= (uint32_t)-lane[k];
-#endif
-	for (; i < n; i++) {
-		uint32_t w;
-
-		memcpy(&w, src + 4 * i, 4);
-		bad += w != w0 + (uint32_t)i;
-	}
-	return bad;
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define HAVE_AVX2_KERNELS 1
-__attribute__((target("avx2")))
-static void fill_words_avx2(uint8_t *dst, uint64_t n, uint32_t w0)
-{
-	uint64_t i = 0;
-	__m256i v = _mm256_add_epi32(_mm256_set1_epi32((int)w0),
-				     _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0));
-	const __m256i eight = _mm256_set1_epi32(8);
-
-	for (; i + 32 <= n; i += 32) {
-		__m256i v1 = _mm256_add_epi32(v, eight);
-		__m256i v2 = _mm256_add_epi32(v1, eight);
-		__m256i v3 = _mm256_add_epi32(v2, eight);
-
-		_mm256_storeu_si256((__m256i *)(void *)(dst + 4 * i), v);
-		_mm256_storeu_si256((__m256i *)(void *)(dst + 4 * i + 32), v1);
-		_mm256_storeu_si256((__m256i *)(void *)(dst + 4 * i + 64), v2);
-		_mm256_storeu_si256((__m256i *)(void *)(dst + 4 * i + 96), v3);
-		v = _mm256_add_epi32(v3, eight);
-	}
-	fill_words_sse2(dst + 4 * i, n - i, w0 + (uint32_t)i);
-}
-
-__attribute__((target("avx2")))
-static uint64_t check_words_avx2(const uint8_t *src, uint64_t n, uint32_t w0)
-{
-	uint64_t i = 0, bad;
-	__m256i v = _mm256_add_epi32(_mm256_set1_epi32((int)w0),
-				     _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0));
-	const __m256i eight = _mm256_set1_epi32(8);
-	__m256i acc = _mm256_setzero_si256();
-	uint32_t lane[8];
-	unsigned int k;
-
-	for (; i + 32 <= n; i += 32) {
-		__m256i v1 = _mm256_add_epi32(v, eight), v2 = _mm256_add_epi32(v1, eight);
-		__m256i v3 = _mm256_add_epi32(v2, eight);
-		__m256i e0 = _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(src + 4 * i)), v);
-		__m256i e1 = _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(src + 4 * i + 32)), v1);
-		__m256i e2 = _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(src + 4 * i + 64)), v2);
-		__m256i e3 = _mm256_cmpeq_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(src + 4 * i + 96)), v3);
-
-		acc = _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_add_epi32(e0, e1),
-							     _mm256_add_epi32(e2, e3)));
-		v = _mm256_add_epi32(v3, eight);
-	}
-	_mm256_storeu_si256((__m256i *)(void *)lane, acc);
-	bad = i;
-	for (k = 0; k < 8; k++)
-		bad -= (uint32_t)-lane[k];
-	return bad + check_words_sse2(src + 4 * i, n - i, w0 + (uint32_t)i);
-}
-#endif
-
-static void fill_words(uint8_t *dst, uint64_t n, uint32_t w0)
-{
-#ifdef HAVE_AVX2_KERNELS
-	if (__builtin_cpu_supports("avx2")) {
-		fill_words_avx2(dst, n, w0);
-		return;
-	}
-#endif
-	fill_words_sse2(dst, n, w0);
-}
-
-static uint64_t check_words(const uint8_t *src, uint64_t n, uint32_t w0)
-{
-#ifdef HAVE_AVX2_KERNELS
-	if (__builtin_cpu_supports("avx2"))
-		return check_words_avx2(src, n, w0);
-#endif
-	return check_words_sse2(src, n, w0);
-}
-
-/* fill_words with non-temporal stores for large ranges: the data goes to memory without
- * first reading the destination lines into the cache (half the memory traffic). */
-static void fill_words_nt(uint8_t *dst, uint64_t n, uint32_t w0)
-{
-#if defined(__SSE2__)
-	uint64_t head = ((16 - ((uintptr_t)dst & 15)) & 15) / 4, i;
-	__m128i v, v1, v2, v3;
-	const __m128i four = _mm_set1_epi32(4);
-
-	if (n < 64 + head) {
-		fill_words(dst, n, w0);
-		return;
-	}
-	fill_words_sse2(dst, head, w0);
-	dst += 4 * head;
-	w0 += (uint32_t)head;
-	n -= head;
-	v = _mm_add_epi32(_mm_set1_epi32((int)w0), _mm_set_epi32(3, 2, 1, 0));
-	for (i = 0; i + 16 <= n; i += 16) {
-		v1 = _mm_add_epi32(v, four);
-		v2 = _mm_add_epi32(v1, four);
-		v3 = _mm_add_epi32(v2, four);
-		_mm_stream_si128((__m128i *)(void *)(dst + 4 * i), v);
-		_mm_stream_si128((__m128i *)(void *)(dst + 4 * i + 16), v1);
-		_mm_stream_si128((__m128i *)(void *)(dst + 4 * i + 32), v2);
-		_mm_stream_si128((__m128i *)(void *)(dst + 4 * i + 48), v3);
-		v = _mm_add_epi32(v3, four);
-	}
-	_mm_sfence();   /* weakly ordered stores: visible before the part is reported done */
-	fill_words_sse2(dst + 4 * i, n - i, w0 + (uint32_t)i);
-#else
-	fill_words(dst, n, w0);
-#endif
-}
-
-#define NT_MIN (128u << 10)   /* parts at least this large bypass the cache */
-
-/* ================================================================== copy pool */
-
-enum job_kind { JOB_COPY, JOB_FILL, JOB_CHECK };
-
-struct emu_job {
-	enum job_kind kind;
-	uint8_t *dst;
-	const uint8_t *src;
-	uint64_t len;
-	uint32_t w0;
-	uint64_t part_len;             /* multiple of 64 */
-	size_t nparts, next;           /* pool lock */
-	atomic_size_t done;            /* parts finished (changed under the pool lock) */
-	uint64_t mismatches;           /* pool lock */
+/* A translation cache: the last run found, valid while the IOMMU table is unchanged. */
+struct xcache {
+	bool valid;
+	uint64_t gen;
+	struct emu_xrun r;
 };
 
-static uint64_t job_part(struct emu_job *j, size_t p)
-{
-	uint64_t off = p * j->part_len, n = min64(j->part_len, j->len - off);
+/* The C2H source position before a piece (restored for pieces that never complete). */
+struct src_pos {
+	uint32_t pg_gen;
+	uint64_t pg_pos;
+	uint32_t user_gen;
+	uint64_t user_words, user_pkt_off;
+};
 
-	switch (j->kind) {
-	case JOB_COPY:
-		memcpy(j->dst + off, j->src + off, n);
-		return 0;
-	case JOB_FILL:
-		if (n >= NT_MIN)
-			fill_words_nt(j->dst + off, n / 4, j->w0 + (uint32_t)(off / 4));
-		else
-			fill_words(j->dst + off, n / 4, j->w0 + (uint32_t)(off / 4));
-		return 0;
-	case JOB_CHECK:
-		return check_words(j->src + off, n / 4, j->w0 + (uint32_t)(off / 4));
-	}
-	return 0;
-}
+/* The descriptor being started or dispatched. */
+struct xdesc {
+	uint32_t idx;         /* descriptor number (HEAD when it completes) */
+	uint64_t slot;        /* bus address of its ring slot */
+	uint64_t addr;
+	uint32_t len, ctrl;
+	uint32_t code;        /* its checks: MP_ERR_* */
+	bool fetched;         /* the fetch worked (a failure writes a record) */
+	uint32_t src;         /* C2H source or H2C sink (TEST_CONTROL) */
+	uint64_t seq;         /* descriptors started before it (faults) */
+	bool fired;           /* it fired buserr=...:N */
+	uint64_t fault_at;    /* injected bus error at this byte offset (UINT64_MAX: none) */
+	bool stall;           /* injected stall (serial path) */
+	uint32_t mps;
+	uint32_t done;        /* bytes dispatched (window) or moved (serial) */
+	/* serial path */
+	uint32_t err;         /* MP_ERR_* */
+	bool eop;             /* C2H: the source ended a packet */
+	bool intr;            /* a request (ABORT/RESET/close) stopped it */
+	uint64_t progress;    /* time of the last progress (0: not taken yet) */
+};
 
-#define EMU_WORKER_SPIN_NS 100000u   /* a worker spins this long for the next piece */
+/* A piece in the window. */
+struct went {
+	uint32_t idx, ctrl;   /* its descriptor */
+	uint64_t slot;
+	uint32_t n;           /* data bytes */
+	uint32_t err;         /* MP_ERR_*: the descriptor fails after this piece's data */
+	bool last;            /* the descriptor ends with it (record, HEAD, BYTES, IRQ, STOP) */
+	bool eop;
+	bool check;           /* H2C into the checker: counted when retired */
+	uint32_t ck_gen;      /* ... if CHECK_SEED was not written since it was dispatched */
+	double end_ns;        /* the link has carried it (model time; 0: no wait) */
+	uint64_t seg_end;     /* the pool queue position after its segments */
+	struct src_pos pos;   /* C2H: the source before it */
+	uint64_t seq;         /* its descriptor's number and whether it fired a bus error */
+	bool fired;
+};
 
-static struct emu_job *find_job_locked(struct emu_pool *pool)
-{
-	unsigned int s;
+struct emu_win {
+	struct emu_done done[WIN_MAX + 1];   /* per entry; [WIN_MAX]: serial-path jobs */
+	struct went e[WIN_MAX];
+	unsigned int first, count, max;
+	uint64_t bytes;                      /* data in the window */
+	bool cur;                            /* x has pieces left to dispatch */
+	struct xdesc x;
+	uint32_t next;                       /* number of the next descriptor to fetch */
+	bool barrier;                        /* fetch nothing more until the window is empty */
+	uint32_t desc_done;                  /* bytes of HEAD's descriptor retired */
+	bool ck_valid;                       /* H2C checker: position after the dispatched ... */
+	uint32_t ck_gen;                     /* ... pieces, for this CHECK_SEED generation */
+	uint64_t ck_words;
+	struct xcache fetch, record, data;   /* translations */
+};
 
-	for (s = 0; s < MP_CH_COUNT; s++)
-		if (pool->slot[s] && pool->slot[s]->next < pool->slot[s]->nparts)
-			return pool->slot[s];
-	return NULL;
-}
-
-/* Claims the next part of j (pool lock held). */
-static size_t claim_locked(struct emu_pool *pool, struct emu_job *j)
-{
-	size_t p = j->next++;
-
-	if (j->next == j->nparts)
-		atomic_fetch_sub(&pool->active, 1);
-	return p;
-}
-
-static void *worker_main(void *arg)
-{
-	struct emu_pool *pool = arg;
-	struct emu_job *j;
-	uint64_t t0;
-	uint64_t r;
-	size_t p;
-	unsigned int i;
-
-	pthread_mutex_lock(&pool->lock);
-	while (!pool->quit) {
-		j = find_job_locked(pool);
-		if (!j) {
-			/* spin a while: at high rates the next piece comes within microseconds */
-			pthread_mutex_unlock(&pool->lock);
-			t0 = emu_now_ns();
-			do {
-				for (i = 0; i < 64 && !atomic_load_explicit(&pool->active,
-									    memory_order_relaxed); i++)
-					emu_cpu_relax();
-			} while (!atomic_load_explicit(&pool->active, memory_order_relaxed) &&
-				 emu_now_ns() - t0 < EMU_WORKER_SPIN_NS);
-			pthread_mutex_lock(&pool->lock);
-			j = find_job_locked(pool);
-			if (!j && !pool->quit) {
-				pool->sleepers++;
-				pthread_cond_wait(&pool->work, &pool->lock);
-				pool->sleepers--;
-			}
-			continue;
-		}
-		p = claim_locked(pool, j);
-		pthread_mutex_unlock(&pool->lock);
-		r = job_part(j, p);
-		pthread_mutex_lock(&pool->lock);
-		j->mismatches += r;
-		if (atomic_fetch_add(&j->done, 1) + 1 == j->nparts)
-			pthread_cond_broadcast(&pool->done);
-	}
-	pthread_mutex_unlock(&pool->lock);
-	return NULL;
-}
-
-/* Runs a job, split across the pool when it is large; the caller works on it too. */
-static uint64_t pool_run(struct emu_dev *d, unsigned int slot, struct emu_job *j)
-{
-	struct emu_pool *pool = &d->pool;
-	uint64_t parts, r, t0;
-	size_t p;
-
-	parts = pool->started ? min64(pool->started + 1u, j->len / d->split_min) : 1;
-	if (parts <= 1) {
-		j->part_len = j->len;
-		j->nparts = 1;
-		return job_part(j, 0);
-	}
-	j->part_len = ((j->len + parts - 1) / parts + 63) & ~(uint64_t)63;
-	j->nparts = (size_t)((j->len + j->part_len - 1) / j->part_len);
-	j->next = 0;
-	atomic_store(&j->done, 0);
-	j->mismatches = 0;
-	pthread_mutex_lock(&pool->lock);
-	pool->slot[slot] = j;
-	atomic_fetch_add(&pool->active, 1);
-	if (pool->sleepers)
-		pthread_cond_broadcast(&pool->work);
-	while (j->next < j->nparts) {
-		p = claim_locked(pool, j);
-		pthread_mutex_unlock(&pool->lock);
-		r = job_part(j, p);
-		pthread_mutex_lock(&pool->lock);
-		j->mismatches += r;
-		atomic_fetch_add(&j->done, 1);
-	}
-	if (atomic_load(&j->done) < j->nparts) {
-		/* workers are finishing the last parts, which take as long as ours did: spin */
-		pthread_mutex_unlock(&pool->lock);
-		t0 = emu_now_ns();
-		while (atomic_load(&j->done) < j->nparts && emu_now_ns() - t0 < EMU_WORKER_SPIN_NS)
-			emu_cpu_relax();
-		pthread_mutex_lock(&pool->lock);
-		while (atomic_load(&j->done) < j->nparts)
-			pthread_cond_wait(&pool->done, &pool->lock);
-	}
-	pool->slot[slot] = NULL;
-	r = j->mismatches;
-	pthread_mutex_unlock(&pool->lock);
-	return r;
-}
-
-static void do_copy(struct emu_chan *ch, uint8_t *dst, const uint8_t *src, uint64_t n)
-{
-	struct emu_job j = { .kind = JOB_COPY, .dst = dst, .src = src, .len = n };
-
-	if (n)
-		pool_run(ch->dev, ch->idx, &j);
-}
-
-static void do_fill(struct emu_chan *ch, uint8_t *dst, uint64_t n, uint32_t w0)
-{
-	struct emu_job j = { .kind = JOB_FILL, .dst = dst, .len = n, .w0 = w0 };
-
-	pool_run(ch->dev, ch->idx, &j);
-}
-
-static uint64_t do_check(struct emu_chan *ch, const uint8_t *src, uint64_t n, uint32_t w0)
-{
-	struct emu_job j = { .kind = JOB_CHECK, .src = src, .len = n, .w0 = w0 };
-
-	return pool_run(ch->dev, ch->idx, &j);
-}
+static void drain(struct emu_chan *ch);
 
 /* ================================================================== test logic */
 
@@ -548,10 +292,12 @@ static void kick(struct emu_chan *ch)
 }
 
 /*
- * The engine thread's hold on its IOMMU reader lock. It is taken at the descriptor fetch and
- * kept through the data and the completion record, so that a descriptor that never waits
- * costs one lock round trip; it is dropped before every wait (pacing, FIFO, stall) and before
- * any channel lock is taken (no thread takes a channel lock while holding a reader lock).
+ * The engine thread's hold on its IOMMU reader lock. It is taken for a translation and kept
+ * while data the engine dispatched is being copied (the workers run under it) and across
+ * descriptors that follow back to back, so that streaming costs no lock round trips; it is
+ * dropped - after the copies in flight have finished - before every sleeping wait, before any
+ * channel lock is taken (no thread takes a channel lock while holding a reader lock), when
+ * idle and when a map/unmap waits for it (emu_iommu.writers).
  */
 static void mmu_hold(struct emu_chan *ch)
 {
@@ -564,9 +310,32 @@ static void mmu_hold(struct emu_chan *ch)
 static void mmu_drop(struct emu_chan *ch)
 {
 	if (ch->mmu_held) {
+		drain(ch);
 		ch->mmu_held = false;
 		emu_iommu_reader_unlock(&ch->dev->mmu, ch->idx);
 	}
+}
+
+/* Translates [iova, iova + len) with `access` through cache c (reader lock held): the host
+ * address and how many bytes from there are mapped contiguously (0 = fault at iova). */
+static uint64_t xlat(struct emu_chan *ch, struct xcache *c, uint64_t iova, uint64_t len,
+		     unsigned int access, uint8_t **host, uint64_t *map_len)
+{
+	struct emu_iommu *mmu = &ch->dev->mmu;
+	uint64_t off;
+
+	mmu_hold(ch);
+	if (!c->valid || c->gen != mmu->gen || iova - c->r.iova >= c->r.len) {
+		c->valid = emu_iommu_run(mmu, iova, access, &c->r);
+		c->gen = mmu->gen;
+		if (!c->valid)
+			return 0;
+	}
+	off = iova - c->r.iova;
+	*host = c->r.host + off;
+	if (map_len)
+		*map_len = c->r.map_len;
+	return min64(c->r.len - off, len);
 }
 
 void emu_chan_write_tail(struct emu_chan *ch, uint32_t v)
@@ -857,41 +626,26 @@ static void idle_wait(struct emu_chan *ch)
 
 /* ================================================================== engine: descriptors */
 
-struct xfer {
-	uint64_t addr;
-	uint32_t len, ctrl;
-	uint32_t done;        /* bytes moved */
-	uint32_t err;         /* MP_ERR_* */
-	bool eop;             /* C2H: the source ended a packet */
-	bool intr;            /* a request (ABORT/RESET/close) stopped it */
-	uint64_t fault_at;    /* injected bus error at this byte offset (UINT64_MAX: none) */
-	bool stall;           /* injected stall */
-	uint64_t progress;    /* time of the last progress (0: not taken yet) */
-};
-
 /* Writes the completion record: RESULT_BYTES and RESULT_STATUS in one 8-byte release store,
  * after all data of the descriptor. Returns false on an IOMMU fault. */
 static bool write_record(struct emu_chan *ch, uint64_t slot, uint32_t bytes, uint32_t status)
 {
-	struct emu_iommu *mmu = &ch->dev->mmu;
 	uint8_t *p;
-	uint64_t n;
 
-	mmu_hold(ch);
-	n = emu_iommu_xlat(mmu, slot + MP_DESC_RESULT_BYTES, 8, EMU_ACC_WRITE, &p);
-	if (n == 8) {
-		/*
-		 * For ThreadSanitizer only: it pairs release and acquire per address, so a reader
-		 * that polls RESULT_STATUS alone with a 32-bit acquire load would not see the
-		 * 64-bit store below as a release. This release store of the value software left
-		 * there (0: words 4-5 are cleared before queueing) publishes the data at that
-		 * address first; it changes nothing a reader can observe.
-		 */
-		__atomic_store_n((uint32_t *)(void *)(p + 4), 0, __ATOMIC_RELEASE);
-		__atomic_store_n((uint64_t *)(void *)p, (uint64_t)bytes | (uint64_t)status << 32,
-				 __ATOMIC_RELEASE);
-	}
-	return n == 8;
+	if (xlat(ch, &ch->win->record, slot + MP_DESC_RESULT_BYTES, 8, EMU_ACC_WRITE, &p,
+		 NULL) != 8)
+		return false;
+	/*
+	 * For ThreadSanitizer only: it pairs release and acquire per address, so a reader that
+	 * polls RESULT_STATUS alone with a 32-bit acquire load would not see the 64-bit store
+	 * below as a release. This release store of the value software left there (0: words 4-5
+	 * are cleared before queueing) publishes the data at that address first; it changes
+	 * nothing a reader can observe.
+	 */
+	__atomic_store_n((uint32_t *)(void *)(p + 4), 0, __ATOMIC_RELEASE);
+	__atomic_store_n((uint64_t *)(void *)p, (uint64_t)bytes | (uint64_t)status << 32,
+			 __ATOMIC_RELEASE);
+	return true;
 }
 
 static uint32_t error_status(uint32_t code)
@@ -900,7 +654,8 @@ static uint32_t error_status(uint32_t code)
 	       (code << MP_DESC_RESULT_STATUS_ERROR_CODE_SHIFT);
 }
 
-/* The descriptor failed: record (unless its fetch failed), then ERROR. */
+/* The descriptor failed: record (unless its fetch failed), then ERROR. Nothing may be left in
+ * the window behind it. */
 static void fail(struct emu_chan *ch, uint32_t code, bool record, uint64_t slot, uint32_t bytes)
 {
 	if (record)
@@ -909,6 +664,36 @@ static void fail(struct emu_chan *ch, uint32_t code, bool record, uint64_t slot,
 	pthread_mutex_lock(&ch->lock);
 	enter_error_locked(ch, code);
 	pthread_mutex_unlock(&ch->lock);
+}
+
+/* Descriptor idx completed with `bytes` moved: record, HEAD and BYTES, interrupt, STOP.
+ * False if the record could not be written (the caller fails the channel). */
+static bool complete(struct emu_chan *ch, uint32_t idx, uint64_t slot, uint32_t ctrl,
+		     uint32_t bytes, bool eop)
+{
+	struct emu_dev *d = ch->dev;
+	uint32_t status = MP_DESC_RESULT_STATUS_DONE_MASK | (eop ? MP_DESC_RESULT_STATUS_EOP_MASK : 0);
+
+	if (!write_record(ch, slot, bytes, status))
+		return false;
+	atomic_store_explicit(&ch->head, idx + 1, memory_order_release);
+	/* only this thread changes BYTES while a descriptor is in flight: no RMW needed */
+	atomic_store_explicit(&ch->bytes,
+			      atomic_load_explicit(&ch->bytes, memory_order_relaxed) + bytes,
+			      memory_order_release);
+	if (ctrl & MP_DESC_CTRL_IRQ_MASK)
+		emu_irq_raise(d, ch->idx == MP_CH_C2H ? MP_IRQ_C2H_DONE_BIT : MP_IRQ_H2C_DONE_BIT);
+	if (ctrl & MP_DESC_CTRL_STOP_MASK) {   /* nothing was read ahead behind it */
+		mmu_drop(ch);
+		pthread_mutex_lock(&ch->lock);
+		atomic_fetch_and(&ch->ctl, ~EMU_CTL_RUN);
+		if (chan_state(ch) == MP_STATE_RUNNING) {
+			atomic_store(&ch->inflight, 0);   /* IDLE and not BUSY together */
+			set_status_locked(ch, MP_STATE_IDLE, 0);
+		}
+		pthread_mutex_unlock(&ch->lock);
+	}
+	return true;
 }
 
 /* Doorbell bookkeeping for the latency model: when did descriptor idx become available? */
@@ -945,38 +730,182 @@ static double piece_start(struct emu_chan *ch, uint32_t rate_mbps)
 	return ch->dev->link.paced || rate_mbps ? (double)emu_now_ns() : 0;
 }
 
-/* The piece [from, to) of x began at t0 (piece_start, before its data was copied): advances
- * the link cursor by its model time, from t0 at the earliest, and waits for the cursor.
- * The copy thus happens inside the modeled time, and idle time is never banked. False if a
- * request interrupted the wait. */
-static bool pace(struct emu_chan *ch, struct xfer *x, uint32_t mps, uint64_t from, uint64_t to,
-		 uint32_t rate_mbps, double t0)
+/* Advances the link cursor by the model time of bytes [from, to) of x, which began at t0
+ * (piece_start, before its data was copied), from t0 - SLACK at the earliest: the copy
+ * happens inside the modeled time and idle time is never banked. Returns the cursor (the
+ * time the link has carried the piece), 0 when nothing is paced. */
+static double advance_cursor(struct emu_chan *ch, const struct xdesc *x, uint64_t from,
+			     uint64_t to, uint32_t rate_mbps, double t0)
 {
 	struct emu_dev *d = ch->dev;
 	double dur;
 
 	if (!d->link.paced && !rate_mbps)
-		return true;
+		return 0;
 	if (ch->cursor_ns < t0 - SLACK_NS)
 		ch->cursor_ns = t0 - SLACK_NS;     /* never bank idle time */
-	dur = emu_link_cost_ns(&d->link, ch->idx, mps, x->addr, from, to);
+	dur = emu_link_cost_ns(&d->link, ch->idx, x->mps, x->addr, from, to);
 	if (rate_mbps && (double)(to - from) * 1000.0 / rate_mbps > dur)
 		dur = (double)(to - from) * 1000.0 / rate_mbps;
 	ch->cursor_ns += dur;
-	mmu_drop(ch);
-	return pace_until(ch, ch->cursor_ns);
+	return ch->cursor_ns;
 }
 
-/* Bytes of the next piece: up to the next `chunk`-aligned bus address. */
-static uint64_t piece_len(struct emu_dev *d, const struct xfer *x)
+/* Bytes of the next piece of x: up to the next `chunk`-aligned bus address. */
+static uint64_t piece_len(struct emu_dev *d, const struct xdesc *x)
 {
 	uint64_t a = x->addr + x->done;
 
 	return min64(x->len - x->done, d->chunk - (a & (d->chunk - 1)));
 }
 
+static bool fault_peek(const struct emu_fault *f, bool fired, uint64_t seq)
+{
+	return f->mode == EMU_FAULT_ALWAYS || (f->mode == EMU_FAULT_ONCE && !fired && seq == f->n);
+}
+
+static bool fault_hits(struct emu_fault *f, bool *fired, uint64_t seq)
+{
+	if (!fault_peek(f, *fired, seq))
+		return false;
+	if (f->mode == EMU_FAULT_ONCE)
+		*fired = true;
+	return true;
+}
+
+/* Ring configuration, fetch and checks of descriptor idx (HEAD = head) with `tail` queued;
+ * the result in x->code and x->fetched. Also notes the C2H source / H2C sink it will use. */
+static void fetch_desc(struct emu_chan *ch, uint32_t idx, uint32_t tail, uint32_t head,
+		       struct xdesc *x)
+{
+	struct emu_dev *d = ch->dev;
+	uint64_t base = (uint64_t)atomic_load(&ch->ring_hi) << 32 | atomic_load(&ch->ring_lo);
+	uint32_t size = atomic_load(&ch->ring_size), w[4], tc;
+	uint8_t *p;
+
+	memset(x, 0, sizeof(*x));
+	x->idx = idx;
+	/* 1. ring configuration */
+	if ((base & (MP_ENGINE_DESC_SIZE - 1)) || size < MP_ENGINE_RING_MIN_ENTRIES ||
+	    size > MP_ENGINE_RING_MAX_ENTRIES || (size & (size - 1)) || tail - head > size) {
+		x->code = MP_ERR_RING_CONFIG;
+		return;
+	}
+	/* 2. fetch: a failed fetch leaves no record */
+	x->slot = base + (uint64_t)MP_ENGINE_DESC_SIZE * (idx & (size - 1));
+	if (xlat(ch, &ch->win->fetch, x->slot, MP_ENGINE_DESC_SIZE, EMU_ACC_READ, &p, NULL) !=
+	    MP_ENGINE_DESC_SIZE) {
+		x->code = MP_ERR_BUS_ERROR;
+		return;
+	}
+	memcpy(w, p, sizeof(w));
+	x->fetched = true;
+	/* 3. descriptor checks, in the order of the spec */
+	x->addr = (uint64_t)w[MP_DESC_ADDR_HI / 4] << 32 | w[MP_DESC_ADDR_LO / 4];
+	x->len = w[MP_DESC_LEN / 4] & MP_DESC_LEN_BYTES_MASK;
+	x->ctrl = w[MP_DESC_CTRL / 4];
+	if ((w[MP_DESC_LEN / 4] & ~MP_DESC_LEN_BYTES_MASK) || (x->ctrl & ~CTRL_DEFINED))
+		x->code = MP_ERR_DESC_RESERVED;
+	else if (x->len == 0 || x->len > MP_ENGINE_MAX_DESC_LEN)
+		x->code = MP_ERR_DESC_LENGTH;
+	else if ((x->addr | x->len) & (MP_ENGINE_GRANULE - 1))
+		x->code = MP_ERR_DESC_ALIGN;
+	tc = atomic_load(&d->test.control);   /* constant while a channel is busy */
+	if (ch->idx == MP_CH_C2H) {
+		x->src = (tc & MP_REG_TEST_CONTROL_C2H_SOURCE_MASK) >> MP_REG_TEST_CONTROL_C2H_SOURCE_SHIFT;
+		if (x->src == MP_C2H_SOURCE_USER && d->cfg.user == EMU_USER_NONE)
+			x->src = 3;   /* no user logic: no data */
+	} else {
+		x->src = (tc & MP_REG_TEST_CONTROL_H2C_SINK_MASK) >> MP_REG_TEST_CONTROL_H2C_SINK_SHIFT;
+	}
+}
+
+/* Descriptors that wait for something outside the engine run the serial path. */
+static bool needs_serial(struct emu_chan *ch, const struct xdesc *x, uint64_t seq)
+{
+	if (fault_peek(&ch->dev->cfg.stall[ch->idx], ch->stall_fired, seq))
+		return true;
+	if (ch->idx == MP_CH_C2H)
+		return x->src == MP_C2H_SOURCE_LOOPBACK || x->src == 3;
+	return x->src == MP_H2C_SINK_LOOPBACK;
+}
+
+/* Starts descriptor x (fetched, checked, x->seq taken): injected faults, latency model. */
+static void start_desc(struct emu_chan *ch, struct xdesc *x)
+{
+	struct emu_dev *d = ch->dev;
+	bool fired = ch->buserr_fired;
+	uint64_t now;
+	double start;
+
+	x->fault_at = fault_hits(&d->cfg.buserr[ch->idx], &ch->buserr_fired, x->seq) ?
+		      (x->len / 2) & ~(uint64_t)(MP_ENGINE_GRANULE - 1) : UINT64_MAX;
+	x->fired = ch->buserr_fired && !fired;
+	x->stall = fault_hits(&d->cfg.stall[ch->idx], &ch->stall_fired, x->seq);
+	x->mps = emu_mps(d);
+	x->done = 0;
+	if (d->link.paced) {
+		now = emu_now_ns();
+		start = available_ns(ch, x->idx, now) + d->link.lat_ns;
+		if (start < (double)now - SLACK_NS)
+			start = (double)now - SLACK_NS;
+		if (ch->cursor_ns < start)
+			ch->cursor_ns = start;
+	}
+}
+
+/* ================================================================== engine: serial path */
+
+/* Runs one job on the pool and waits for it (the window is empty): split into parts of at
+ * least split_min across the workers when it is large, the engine working on it too. */
+static uint64_t pool_sync(struct emu_chan *ch, unsigned int kind, uint8_t *dst,
+			  const uint8_t *src, uint64_t n)
+{
+	struct emu_dev *d = ch->dev;
+	struct emu_done *done = &ch->win->done[WIN_MAX];
+	struct emu_queue *q = &d->pool.q[ch->idx];
+	uint64_t parts, part, off;
+	struct emu_seg *s;
+	unsigned int k = 0;
+
+	if (!n)
+		return 0;
+	parts = d->pool.started ? min64(d->pool.started + 1u, n / d->split_min) : 1;
+	if (parts <= 1)
+		return emu_seg_run(kind, dst, src, n, 0);
+	part = ((n + parts - 1) / parts + 63) & ~(uint64_t)63;
+	atomic_store_explicit(&done->bad, 0, memory_order_relaxed);
+	for (off = 0; off < n; off += part, k++) {
+		s = emu_pool_slot(d, ch->idx);
+		s->kind = kind;
+		s->w0 = 0;
+		s->dst = dst + off;
+		s->src = src + off;
+		s->done = done;
+		atomic_store_explicit(&s->len, (unsigned int)min64(part, n - off), memory_order_relaxed);
+		emu_pool_push(d, ch->idx);
+	}
+	atomic_store_explicit(&done->pending, k, memory_order_relaxed);
+	emu_pool_publish(d, ch->idx);
+	emu_pool_wait(d, ch->idx, done);
+	q->free = q->pushed;
+	return atomic_load_explicit(&done->bad, memory_order_relaxed);
+}
+
+/* The piece [from, to) of x began at t0: advances the link cursor and waits for it. False if
+ * a request interrupted the wait. */
+static bool pace(struct emu_chan *ch, struct xdesc *x, uint64_t from, uint64_t to, double t0)
+{
+	double until = advance_cursor(ch, x, from, to, 0, t0);
+
+	if (until <= 0)
+		return true;
+	mmu_drop(ch);
+	return pace_until(ch, until);
+}
+
 /* Waits out an injected stall or a source without data; sets x->err or x->intr. */
-static void stall_forever(struct emu_chan *ch, struct xfer *x)
+static void stall_forever(struct emu_chan *ch, struct xdesc *x)
 {
 	mmu_drop(ch);
 	switch (wait_for(ch, WAIT_NEVER, true, &x->progress)) {
@@ -989,22 +918,15 @@ static void stall_forever(struct emu_chan *ch, struct xfer *x)
 	}
 }
 
-static void move_c2h(struct emu_chan *ch, struct xfer *x, uint32_t mps)
+/* C2H from the loopback FIFO, or from a source that has no data (stall). */
+static void move_c2h(struct emu_chan *ch, struct xdesc *x)
 {
 	struct emu_dev *d = ch->dev;
-	struct emu_test *t = &d->test;
-	struct emu_iommu *mmu = &d->mmu;
-	struct emu_fifo *f = &t->fifo;
-	uint32_t src = (atomic_load(&t->control) & MP_REG_TEST_CONTROL_C2H_SOURCE_MASK) >>
-		       MP_REG_TEST_CONTROL_C2H_SOURCE_SHIFT;
-	uint32_t rate = 0, w0 = 0;
-	uint64_t want, n, r, first, pg;
+	struct emu_fifo *f = &d->test.fifo;
+	uint64_t want, n, r, first;
 	uint8_t *host;
 	double t0;
-	bool eop;
 
-	if (src == MP_C2H_SOURCE_USER && d->cfg.user == EMU_USER_NONE)
-		src = 3;   /* no user logic: no data */
 	while (x->done < x->len) {
 		if (pending_req(ch)) {
 			x->intr = true;
@@ -1016,87 +938,39 @@ static void move_c2h(struct emu_chan *ch, struct xfer *x, uint32_t mps)
 			return;
 		}
 		want = min64(want, x->fault_at - x->done);
-		if (x->stall || src == 3) {
+		if (x->stall || x->src != MP_C2H_SOURCE_LOOPBACK) {
 			stall_forever(ch, x);
 			return;
 		}
-		eop = false;
-		if (src == MP_C2H_SOURCE_LOOPBACK) {
-			mmu_drop(ch);
-			switch (wait_for(ch, WAIT_FIFO_DATA, true, &x->progress)) {
-			case WAIT_OK:
-				break;
-			case WAIT_TIMEOUT:
-				x->err = MP_ERR_TIMEOUT;
-				return;
-			default:
-				x->intr = true;
-				return;
-			}
-			want = min64(want, fifo_avail(f));
-		} else {
-			if (src == MP_C2H_SOURCE_PATTERN) {
-				/* lock-free: the seed and its write count in one word */
-				pg = atomic_load_explicit(&t->pg_state, memory_order_acquire);
-				if ((uint32_t)(pg >> 32) != t->pg_seen_gen) {
-					t->pg_seen_gen = (uint32_t)(pg >> 32);
-					t->pg_pos = 0;
-				}
-				w0 = (uint32_t)pg + (uint32_t)t->pg_pos;
-				rate = atomic_load_explicit(&t->pg_rate, memory_order_relaxed);
-			} else {
-				pthread_mutex_lock(&t->lock);
-				if (t->user_seen_gen != t->src_gen) {
-					t->user_seen_gen = t->src_gen;
-					t->user_words = 0;
-					t->user_pkt_off = 0;
-				}
-				w0 = (uint32_t)t->user_words;
-				pthread_mutex_unlock(&t->lock);
-			}
-			if (src == MP_C2H_SOURCE_USER && d->cfg.user == EMU_USER_PACKETS)
-				want = min64(want, d->cfg.user_pkt - t->user_pkt_off);
+		mmu_drop(ch);
+		switch (wait_for(ch, WAIT_FIFO_DATA, true, &x->progress)) {
+		case WAIT_OK:
+			break;
+		case WAIT_TIMEOUT:
+			x->err = MP_ERR_TIMEOUT;
+			return;
+		default:
+			x->intr = true;
+			return;
 		}
-
-		t0 = piece_start(ch, rate);
-		mmu_hold(ch);
+		want = min64(want, fifo_avail(f));
+		t0 = piece_start(ch, 0);
 		/* the engine moves whole 32-bit words: a mapping ending inside one faults there */
-		n = emu_iommu_xlat(mmu, x->addr + x->done, want, EMU_ACC_WRITE, &host) &
+		n = xlat(ch, &ch->win->data, x->addr + x->done, want, EMU_ACC_WRITE, &host, NULL) &
 		    ~(uint64_t)(MP_ENGINE_GRANULE - 1);
-		if (n && src == MP_C2H_SOURCE_LOOPBACK) {
-			r = atomic_load_explicit(&f->rpos, memory_order_relaxed) & (f->cap - 1);
-			first = min64(n, f->cap - r);
-			do_copy(ch, host, f->buf + r, first);
-			do_copy(ch, host + first, f->buf, n - first);
-		} else if (n) {
-			do_fill(ch, host, n, w0);
-		}
 		if (!n) {
 			x->err = MP_ERR_BUS_ERROR;
 			return;
 		}
-		switch (src) {
-		case MP_C2H_SOURCE_LOOPBACK:
-			atomic_fetch_add(&f->rpos, n);
-			mmu_drop(ch);
-			kick(&d->ch[MP_CH_H2C]);
-			break;
-		case MP_C2H_SOURCE_PATTERN:
-			t->pg_pos += n / 4;
-			break;
-		default:
-			t->user_words += n / 4;
-			if (d->cfg.user == EMU_USER_PACKETS) {
-				t->user_pkt_off += n;
-				if (t->user_pkt_off == d->cfg.user_pkt) {
-					t->user_pkt_off = 0;
-					eop = true;
-				}
-			}
-			break;
-		}
+		r = atomic_load_explicit(&f->rpos, memory_order_relaxed) & (f->cap - 1);
+		first = min64(n, f->cap - r);
+		pool_sync(ch, EMU_SEG_COPY, host, f->buf + r, first);
+		pool_sync(ch, EMU_SEG_COPY, host + first, f->buf, n - first);
+		atomic_fetch_add(&f->rpos, n);
+		mmu_drop(ch);
+		kick(&d->ch[MP_CH_H2C]);
 		x->progress = 0;
-		if (!pace(ch, x, mps, x->done, x->done + n, rate, t0)) {
+		if (!pace(ch, x, x->done, x->done + n, t0)) {
 			x->done += (uint32_t)n;
 			x->intr = true;
 			return;
@@ -1106,23 +980,15 @@ static void move_c2h(struct emu_chan *ch, struct xfer *x, uint32_t mps)
 			x->err = MP_ERR_BUS_ERROR;
 			return;
 		}
-		if (eop) {
-			x->eop = true;
-			return;
-		}
 	}
 }
 
-static void move_h2c(struct emu_chan *ch, struct xfer *x, uint32_t mps)
+/* H2C into the loopback FIFO, or with read completions that never come (stall). */
+static void move_h2c(struct emu_chan *ch, struct xdesc *x)
 {
 	struct emu_dev *d = ch->dev;
-	struct emu_test *t = &d->test;
-	struct emu_iommu *mmu = &d->mmu;
-	struct emu_fifo *f = &t->fifo;
-	uint32_t sink = (atomic_load(&t->control) & MP_REG_TEST_CONTROL_H2C_SINK_MASK) >>
-			MP_REG_TEST_CONTROL_H2C_SINK_SHIFT;
-	uint64_t want, n, w, first, bad = 0;
-	uint32_t w0 = 0, gen = 0;
+	struct emu_fifo *f = &d->test.fifo;
+	uint64_t want, n, w, first;
 	uint8_t *host;
 	double t0;
 
@@ -1141,52 +1007,29 @@ static void move_h2c(struct emu_chan *ch, struct xfer *x, uint32_t mps)
 			stall_forever(ch, x);
 			return;
 		}
-		if (sink == MP_H2C_SINK_LOOPBACK) {
-			/* a full FIFO stalls H2C: back-pressure, not a completion timeout */
-			mmu_drop(ch);
-			if (wait_for(ch, WAIT_FIFO_SPACE, false, &x->progress) != WAIT_OK) {
-				x->intr = true;
-				return;
-			}
-			want = min64(want, fifo_space(f));
-		} else if (sink == MP_H2C_SINK_CHECKER) {
-			pthread_mutex_lock(&t->lock);
-			gen = t->ck_gen;
-			w0 = atomic_load(&t->ck_seed) + (uint32_t)atomic_load(&t->ck_words);
-			pthread_mutex_unlock(&t->lock);
+		/* a full FIFO stalls H2C: back-pressure, not a completion timeout */
+		mmu_drop(ch);
+		if (wait_for(ch, WAIT_FIFO_SPACE, false, &x->progress) != WAIT_OK) {
+			x->intr = true;
+			return;
 		}
-
+		want = min64(want, fifo_space(f));
 		t0 = piece_start(ch, 0);
-		mmu_hold(ch);
-		n = emu_iommu_xlat(mmu, x->addr + x->done, want, EMU_ACC_READ, &host) &
+		n = xlat(ch, &ch->win->data, x->addr + x->done, want, EMU_ACC_READ, &host, NULL) &
 		    ~(uint64_t)(MP_ENGINE_GRANULE - 1);
-		if (n && sink == MP_H2C_SINK_LOOPBACK) {
-			w = atomic_load_explicit(&f->wpos, memory_order_relaxed) & (f->cap - 1);
-			first = min64(n, f->cap - w);
-			do_copy(ch, f->buf + w, host, first);
-			do_copy(ch, f->buf, host + first, n - first);
-		} else if (n && sink == MP_H2C_SINK_CHECKER) {
-			bad = do_check(ch, host, n, w0);
-		}
-		/* user stream (no user logic) and undefined sinks take the data and drop it */
 		if (!n) {
 			x->err = MP_ERR_BUS_ERROR;
 			return;
 		}
-		if (sink == MP_H2C_SINK_LOOPBACK) {
-			atomic_fetch_add(&f->wpos, n);
-			mmu_drop(ch);
-			kick(&d->ch[MP_CH_C2H]);
-		} else if (sink == MP_H2C_SINK_CHECKER) {
-			pthread_mutex_lock(&t->lock);
-			if (gen == t->ck_gen) {   /* not restarted meanwhile by CHECK_SEED */
-				atomic_fetch_add(&t->ck_words, n / 4);
-				atomic_fetch_add(&t->ck_errors, bad);
-			}
-			pthread_mutex_unlock(&t->lock);
-		}
+		w = atomic_load_explicit(&f->wpos, memory_order_relaxed) & (f->cap - 1);
+		first = min64(n, f->cap - w);
+		pool_sync(ch, EMU_SEG_COPY, f->buf + w, host, first);
+		pool_sync(ch, EMU_SEG_COPY, f->buf, host + first, n - first);
+		atomic_fetch_add(&f->wpos, n);
+		mmu_drop(ch);
+		kick(&d->ch[MP_CH_C2H]);
 		x->progress = 0;
-		if (!pace(ch, x, mps, x->done, x->done + n, 0, t0)) {
+		if (!pace(ch, x, x->done, x->done + n, t0)) {
 			x->done += (uint32_t)n;
 			x->intr = true;
 			return;
@@ -1199,124 +1042,452 @@ static void move_h2c(struct emu_chan *ch, struct xfer *x, uint32_t mps)
 	}
 }
 
-static bool fault_hits(struct emu_fault *f, bool *fired, uint64_t seq)
+/* A started descriptor on the serial path (the window is empty): data, then completion. */
+static void run_serial(struct emu_chan *ch, struct xdesc *x)
 {
-	if (f->mode == EMU_FAULT_ALWAYS)
-		return true;
-	if (f->mode == EMU_FAULT_ONCE && !*fired && seq == f->n) {
-		*fired = true;
-		return true;
-	}
-	return false;
-}
-
-/* Descriptor `idx` (HEAD) with `tail` queued: checks, data, completion. */
-static void run_one(struct emu_chan *ch, uint32_t idx, uint32_t tail)
-{
-	struct emu_dev *d = ch->dev;
-	struct emu_iommu *mmu = &d->mmu;
-	uint64_t base = (uint64_t)atomic_load(&ch->ring_hi) << 32 | atomic_load(&ch->ring_lo);
-	uint32_t size = atomic_load(&ch->ring_size), w[4], code, mps, status;
-	uint64_t slot, n, seq, now;
-	struct xfer x;
-	uint8_t *p;
-	double start;
-
-	/* 1. ring configuration */
-	if ((base & (MP_ENGINE_DESC_SIZE - 1)) || size < MP_ENGINE_RING_MIN_ENTRIES ||
-	    size > MP_ENGINE_RING_MAX_ENTRIES || (size & (size - 1)) || tail - idx > size) {
-		fail(ch, MP_ERR_RING_CONFIG, false, 0, 0);
-		return;
-	}
-	/* 2. fetch: a failed fetch leaves no record */
-	slot = base + (uint64_t)MP_ENGINE_DESC_SIZE * (idx & (size - 1));
-	mmu_hold(ch);
-	n = emu_iommu_xlat(mmu, slot, MP_ENGINE_DESC_SIZE, EMU_ACC_READ, &p);
-	if (n == MP_ENGINE_DESC_SIZE)
-		memcpy(w, p, sizeof(w));
-	if (n != MP_ENGINE_DESC_SIZE) {
-		fail(ch, MP_ERR_BUS_ERROR, false, 0, 0);
-		return;
-	}
-	seq = ch->seq++;
-
-	/* 3. descriptor checks, in the order of the spec */
-	memset(&x, 0, sizeof(x));
-	x.addr = (uint64_t)w[MP_DESC_ADDR_HI / 4] << 32 | w[MP_DESC_ADDR_LO / 4];
-	x.len = w[MP_DESC_LEN / 4] & MP_DESC_LEN_BYTES_MASK;
-	x.ctrl = w[MP_DESC_CTRL / 4];
-	if ((w[MP_DESC_LEN / 4] & ~MP_DESC_LEN_BYTES_MASK) || (x.ctrl & ~CTRL_DEFINED))
-		code = MP_ERR_DESC_RESERVED;
-	else if (x.len == 0 || x.len > MP_ENGINE_MAX_DESC_LEN)
-		code = MP_ERR_DESC_LENGTH;
-	else if ((x.addr | x.len) & (MP_ENGINE_GRANULE - 1))
-		code = MP_ERR_DESC_ALIGN;
-	else
-		code = MP_ERR_NONE;
-	if (code) {
-		fail(ch, code, true, slot, 0);
-		return;
-	}
-
-	/* 4. data */
-	x.fault_at = fault_hits(&d->cfg.buserr[ch->idx], &ch->buserr_fired, seq) ?
-		     (x.len / 2) & ~(uint64_t)(MP_ENGINE_GRANULE - 1) : UINT64_MAX;
-	x.stall = fault_hits(&d->cfg.stall[ch->idx], &ch->stall_fired, seq);
-	mps = emu_mps(d);
-	if (d->link.paced) {
-		now = emu_now_ns();
-		start = available_ns(ch, idx, now) + d->link.lat_ns;
-		if (start < (double)now - SLACK_NS)
-			start = (double)now - SLACK_NS;
-		if (ch->cursor_ns < start)
-			ch->cursor_ns = start;
-	}
 	if (ch->idx == MP_CH_C2H)
-		move_c2h(ch, &x, mps);
+		move_c2h(ch, x);
 	else
-		move_h2c(ch, &x, mps);
-
-	if (x.intr) {
+		move_h2c(ch, x);
+	if (x->intr) {
 		/* ABORT ends the descriptor with a record; RESET and close forget it */
 		mmu_drop(ch);
 		pthread_mutex_lock(&ch->lock);
 		if ((atomic_load(&ch->ctl) & (EMU_CTL_ABORT | EMU_CTL_RESET | EMU_CTL_QUIT)) ==
 		    EMU_CTL_ABORT) {
-			write_record(ch, slot, x.done, error_status(MP_ERR_ABORTED));
+			write_record(ch, x->slot, x->done, error_status(MP_ERR_ABORTED));
 			mmu_drop(ch);
 			enter_error_locked(ch, MP_ERR_ABORTED);
 		}
 		pthread_mutex_unlock(&ch->lock);
 		return;
 	}
-	if (x.err) {
-		fail(ch, x.err, true, slot, x.done);
+	if (x->err) {
+		fail(ch, x->err, true, x->slot, x->done);
 		return;
+	}
+	if (!complete(ch, x->idx, x->slot, x->ctrl, x->done, x->eop))
+		fail(ch, MP_ERR_BUS_ERROR, false, 0, 0);
+}
+
+/* ================================================================== engine: the window */
+
+static inline struct went *oldest(struct emu_win *w)
+{
+	return &w->e[w->first];
+}
+
+static inline unsigned int entry_at(const struct emu_win *w, unsigned int k)
+{
+	return (w->first + k) % WIN_MAX;
+}
+
+/* Waits until every segment the channel dispatched has finished. */
+static void drain(struct emu_chan *ch)
+{
+	struct emu_win *w = ch->win;
+	unsigned int k;
+
+	for (k = 0; k < w->count; k++)
+		emu_pool_wait(ch->dev, ch->idx, &w->done[entry_at(w, k)]);
+}
+
+static void save_pos(struct emu_test *t, struct src_pos *p)
+{
+	p->pg_gen = t->pg_seen_gen;
+	p->pg_pos = t->pg_pos;
+	p->user_gen = t->user_seen_gen;
+	p->user_words = t->user_words;
+	p->user_pkt_off = t->user_pkt_off;
+}
+
+static void restore_pos(struct emu_test *t, const struct src_pos *p)
+{
+	t->pg_seen_gen = p->pg_gen;
+	t->pg_pos = p->pg_pos;
+	t->user_seen_gen = p->user_gen;
+	t->user_words = p->user_words;
+	t->user_pkt_off = p->user_pkt_off;
+}
+
+/* Hands n bytes at dst/src to the pool as the segments of window entry k: one segment, or
+ * parts of at least split_min for the workers when the piece is large. */
+static void push_segs(struct emu_chan *ch, unsigned int k, unsigned int kind, uint8_t *dst,
+		      const uint8_t *src, uint64_t n, uint32_t w0)
+{
+	struct emu_dev *d = ch->dev;
+	struct emu_done *done = &ch->win->done[k];
+	uint64_t parts, part, off;
+	struct emu_seg *s;
+	unsigned int segs = 0;
+
+	parts = d->pool.started ? min64(d->pool.started + 1u, n / d->split_min) : 1;
+	part = parts > 1 ? ((n + parts - 1) / parts + 63) & ~(uint64_t)63 : n;
+	for (off = 0; off < n; off += part, segs++) {
+		s = emu_pool_slot(d, ch->idx);
+		s->kind = kind;
+		s->w0 = w0 + (uint32_t)(off / 4);
+		s->dst = dst ? dst + off : NULL;
+		s->src = src ? src + off : NULL;
+		s->done = done;
+		atomic_store_explicit(&s->len, (unsigned int)min64(part, n - off), memory_order_relaxed);
+		emu_pool_push(d, ch->idx);
+	}
+	atomic_store_explicit(&done->bad, 0, memory_order_relaxed);
+	atomic_store_explicit(&done->pending, segs, memory_order_relaxed);
+}
+
+/* Dispatches the next piece of w->x into a new window entry. */
+static void dispatch_piece(struct emu_chan *ch, struct emu_win *w)
+{
+	struct emu_dev *d = ch->dev;
+	struct emu_test *t = &d->test;
+	struct xdesc *x = &w->x;
+	unsigned int k = entry_at(w, w->count);
+	struct went *e = &w->e[k];
+	bool c2h = ch->idx == MP_CH_C2H;
+	uint64_t want, n = 0, map_len = 0, pg;
+	uint32_t w0 = 0, rate = 0;
+	uint8_t *host = NULL;
+	double t0;
+
+	e->idx = x->idx;
+	e->ctrl = x->ctrl;
+	e->slot = x->slot;
+	e->err = 0;
+	e->eop = false;
+	e->check = !c2h && x->src == MP_H2C_SINK_CHECKER;
+	e->end_ns = 0;
+	e->seq = x->seq;
+	e->fired = x->fired;
+	atomic_store_explicit(&w->done[k].pending, 0, memory_order_relaxed);
+	if (c2h)
+		save_pos(t, &e->pos);
+	want = piece_len(d, x);
+	if (x->fault_at <= x->done) {   /* an injected bus error in the middle of the data */
+		e->err = MP_ERR_BUS_ERROR;
+		goto out;
+	}
+	want = min64(want, x->fault_at - x->done);
+
+	/* where the stream stands: the words of this piece follow those dispatched before */
+	if (c2h && x->src == MP_C2H_SOURCE_PATTERN) {
+		/* lock-free: the seed and its write count in one word */
+		pg = atomic_load_explicit(&t->pg_state, memory_order_acquire);
+		if ((uint32_t)(pg >> 32) != t->pg_seen_gen) {
+			t->pg_seen_gen = (uint32_t)(pg >> 32);
+			t->pg_pos = 0;
+		}
+		w0 = (uint32_t)pg + (uint32_t)t->pg_pos;
+		rate = atomic_load_explicit(&t->pg_rate, memory_order_relaxed);
+	} else if (c2h) {   /* the user stream */
+		pthread_mutex_lock(&t->lock);
+		if (t->user_seen_gen != t->src_gen) {
+			t->user_seen_gen = t->src_gen;
+			t->user_words = 0;
+			t->user_pkt_off = 0;
+		}
+		pthread_mutex_unlock(&t->lock);
+		w0 = (uint32_t)t->user_words;
+		if (d->cfg.user == EMU_USER_PACKETS)
+			want = min64(want, d->cfg.user_pkt - t->user_pkt_off);
+	} else if (e->check) {
+		pthread_mutex_lock(&t->lock);
+		if (!w->ck_valid || w->ck_gen != t->ck_gen) {
+			w->ck_valid = true;
+			w->ck_gen = t->ck_gen;
+			w->ck_words = atomic_load(&t->ck_words);
+		}
+		w0 = atomic_load(&t->ck_seed) + (uint32_t)w->ck_words;
+		pthread_mutex_unlock(&t->lock);
+		e->ck_gen = w->ck_gen;
 	}
 
-	/* 5. complete: record, HEAD and BYTES, interrupt, STOP */
-	status = MP_DESC_RESULT_STATUS_DONE_MASK | (x.eop ? MP_DESC_RESULT_STATUS_EOP_MASK : 0);
-	if (!write_record(ch, slot, x.done, status)) {
+	t0 = piece_start(ch, rate);
+	/* the engine moves whole 32-bit words: a mapping ending inside one faults there */
+	n = xlat(ch, &w->data, x->addr + x->done, want, c2h ? EMU_ACC_WRITE : EMU_ACC_READ,
+		 &host, &map_len) & ~(uint64_t)(MP_ENGINE_GRANULE - 1);
+	if (n && c2h) {
+		/* a buffer larger than the caches is not read back from them: bypass them */
+		push_segs(ch, k, map_len >= d->cfg.nt_min ? EMU_SEG_FILL_NT : EMU_SEG_FILL, host,
+			  NULL, n, w0);
+		if (x->src == MP_C2H_SOURCE_PATTERN) {
+			t->pg_pos += n / 4;
+		} else {
+			t->user_words += n / 4;
+			if (d->cfg.user == EMU_USER_PACKETS) {
+				t->user_pkt_off += n;
+				if (t->user_pkt_off == d->cfg.user_pkt) {
+					t->user_pkt_off = 0;
+					e->eop = true;
+				}
+			}
+		}
+	} else if (n && e->check) {
+		push_segs(ch, k, EMU_SEG_CHECK, NULL, host, n, w0);
+		w->ck_words += n / 4;
+	}
+	/* (the user stream and undefined sinks take H2C data and drop it: nothing to move) */
+	if (n < want)   /* unmapped, or ran past the end of a mapping */
+		e->err = MP_ERR_BUS_ERROR;
+	if (n)
+		e->end_ns = advance_cursor(ch, x, x->done, x->done + n, rate, t0);
+out:
+	e->n = (uint32_t)n;
+	x->done += (uint32_t)n;
+	e->last = e->err || e->eop || x->done == x->len;
+	e->seg_end = d->pool.q[ch->idx].pushed;
+	w->bytes += n;
+	w->count++;
+	if (e->last) {
+		w->cur = false;
+		if (e->err)
+			w->barrier = true;   /* nothing behind a failing descriptor */
+	}
+	emu_pool_publish(d, ch->idx);
+}
+
+/* The checker counts a retired piece, unless CHECK_SEED was written since its dispatch. */
+static void count_checked(struct emu_dev *d, const struct went *e, uint64_t bad)
+{
+	struct emu_test *t = &d->test;
+
+	pthread_mutex_lock(&t->lock);
+	if (e->ck_gen == t->ck_gen) {
+		atomic_fetch_add(&t->ck_words, e->n / 4);
+		atomic_fetch_add(&t->ck_errors, bad);
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* Removes the oldest entry, whose data has been moved: it counts as moved. */
+static struct went pop(struct emu_chan *ch, struct emu_win *w)
+{
+	struct went e = *oldest(w);
+
+	if (e.check && e.n)
+		count_checked(ch->dev, &e, atomic_load_explicit(&w->done[w->first].bad,
+								 memory_order_relaxed));
+	w->desc_done += e.n;
+	w->bytes -= e.n;
+	ch->dev->pool.q[ch->idx].free = e.seg_end;
+	w->first = (w->first + 1) % WIN_MAX;
+	w->count--;
+	return e;
+}
+
+/*
+ * Ends the window early (a request, or a failure): lets the data in flight finish, keeps the
+ * pieces of the descriptor at HEAD when keep_head (they count as moved, like a piece that
+ * was copied before the request came) and forgets the rest: no records, no BYTES, and the
+ * C2H source, the checker's position and the fault counters go back to where the first
+ * forgotten descriptor began. Returns the bytes of HEAD's descriptor moved (*slot: its ring
+ * slot), the window is then empty.
+ */
+static uint32_t end_window(struct emu_chan *ch, struct emu_win *w, bool keep_head,
+			   uint64_t *slot)
+{
+	struct emu_dev *d = ch->dev;
+	uint32_t head_idx, bytes;
+	struct went *e;
+
+	drain(ch);
+	*slot = w->count ? oldest(w)->slot : w->x.slot;
+	head_idx = w->count ? oldest(w)->idx : w->x.idx;
+	while (keep_head && w->count && oldest(w)->idx == head_idx)
+		pop(ch, w);
+	if (w->count) {   /* the first forgotten piece starts a descriptor */
+		e = oldest(w);
+		if (ch->idx == MP_CH_C2H)
+			restore_pos(&d->test, &e->pos);
+		ch->seq = e->seq;
+		for (; w->count; w->count--, w->first = (w->first + 1) % WIN_MAX)
+			if (w->e[w->first].fired)
+				ch->buserr_fired = false;
+		if (ch->cursor_ns > (double)emu_now_ns())
+			ch->cursor_ns = (double)emu_now_ns();   /* their link time is not spent */
+	} else if (w->cur && w->x.idx != head_idx) {
+		ch->seq = w->x.seq;   /* started, nothing dispatched yet */
+		if (w->x.fired)
+			ch->buserr_fired = false;
+	}
+	d->pool.q[ch->idx].free = d->pool.q[ch->idx].pushed;
+	w->bytes = 0;
+	w->cur = false;
+	w->barrier = false;
+	w->ck_valid = false;
+	bytes = w->desc_done;
+	w->desc_done = 0;
+	return bytes;
+}
+
+/* Retires the oldest entry: its data has moved and the link has carried it. */
+static void retire(struct emu_chan *ch, struct emu_win *w)
+{
+	struct went e = pop(ch, w);
+	uint64_t slot;
+	uint32_t bytes;
+
+	if (!e.last)
+		return;
+	bytes = w->desc_done;
+	w->desc_done = 0;
+	if (e.err) {
+		end_window(ch, w, false, &slot);   /* (nothing was dispatched behind it) */
+		fail(ch, e.err, true, e.slot, bytes);
+	} else if (!complete(ch, e.idx, e.slot, e.ctrl, bytes, e.eop)) {
+		end_window(ch, w, false, &slot);
 		fail(ch, MP_ERR_BUS_ERROR, false, 0, 0);
+	}
+}
+
+/* Room for one more piece (of any descriptor). */
+static bool window_room(struct emu_chan *ch, const struct emu_win *w)
+{
+	struct emu_dev *d = ch->dev;
+
+	return w->count < w->max && (!w->count || w->bytes < d->win_bytes) &&
+	       emu_pool_room(d, ch->idx) > d->pool.started + 1u;
+}
+
+/* A descriptor behind those in the window may be fetched. */
+static bool may_fetch(struct emu_chan *ch, const struct emu_win *w, uint32_t c)
+{
+	return !w->cur && !w->barrier && (c & EMU_CTL_RUN) &&
+	       atomic_load_explicit(&ch->tail, memory_order_acquire) != w->next;
+}
+
+/* Fetches descriptor w->next behind the window and dispatches its first piece; a descriptor
+ * that fails its checks or needs the serial path stops the read-ahead instead (it is fetched
+ * again at HEAD once the window is empty). */
+static void read_ahead(struct emu_chan *ch, struct emu_win *w)
+{
+	struct xdesc *x = &w->x;
+
+	fetch_desc(ch, w->next, atomic_load_explicit(&ch->tail, memory_order_acquire),
+		   atomic_load_explicit(&ch->head, memory_order_relaxed), x);
+	if (x->code || needs_serial(ch, x, ch->seq)) {
+		w->barrier = true;
 		return;
 	}
-	mmu_drop(ch);
-	atomic_store_explicit(&ch->head, idx + 1, memory_order_release);
-	/* only this thread changes BYTES while a descriptor is in flight: no RMW needed */
-	atomic_store_explicit(&ch->bytes,
-			      atomic_load_explicit(&ch->bytes, memory_order_relaxed) + x.done,
-			      memory_order_release);
-	if (x.ctrl & MP_DESC_CTRL_IRQ_MASK)
-		emu_irq_raise(d, ch->idx == MP_CH_C2H ? MP_IRQ_C2H_DONE_BIT : MP_IRQ_H2C_DONE_BIT);
-	if (x.ctrl & MP_DESC_CTRL_STOP_MASK) {
-		pthread_mutex_lock(&ch->lock);
-		atomic_fetch_and(&ch->ctl, ~EMU_CTL_RUN);
-		if (chan_state(ch) == MP_STATE_RUNNING) {
-			atomic_store(&ch->inflight, 0);   /* IDLE and not BUSY together */
-			set_status_locked(ch, MP_STATE_IDLE, 0);
-		}
-		pthread_mutex_unlock(&ch->lock);
+	x->seq = ch->seq++;
+	start_desc(ch, x);
+	w->cur = true;
+	w->next++;
+	if (x->ctrl & MP_DESC_CTRL_STOP_MASK)
+		w->barrier = true;   /* RUN is cleared after it */
+	dispatch_piece(ch, w);
+}
+
+/* Starts descriptor `head` with an empty window. */
+static void start_head(struct emu_chan *ch, struct emu_win *w, uint32_t head, uint32_t tail)
+{
+	struct xdesc *x = &w->x;
+
+	w->barrier = false;
+	w->next = head;
+	fetch_desc(ch, head, tail, head, x);
+	if (!x->fetched) {
+		fail(ch, x->code, false, 0, 0);
+		return;
 	}
+	x->seq = ch->seq++;
+	if (x->code) {
+		fail(ch, x->code, true, x->slot, 0);
+		return;
+	}
+	if (needs_serial(ch, x, x->seq)) {
+		start_desc(ch, x);
+		run_serial(ch, x);
+		return;
+	}
+	start_desc(ch, x);
+	w->cur = true;
+	w->next = head + 1;
+	if (x->ctrl & MP_DESC_CTRL_STOP_MASK)
+		w->barrier = true;
+	dispatch_piece(ch, w);
+}
+
+/*
+ * The oldest entry is not ready: wait for its data (helping the pool), or for the link model,
+ * returning early for a request or when a new doorbell gives read-ahead work. Long waits sleep
+ * (after the data in flight has finished, the IOMMU reader lock dropped); short ones spin.
+ */
+static void wait_window(struct emu_chan *ch, struct emu_win *w, uint32_t c)
+{
+	struct emu_done *done = &w->done[w->first];
+	uint64_t until = (uint64_t)oldest(w)->end_ns, now;
+	bool more = window_room(ch, w) && !w->cur && !w->barrier && (c & EMU_CTL_RUN);
+
+	if (atomic_load_explicit(&done->pending, memory_order_acquire)) {
+		emu_pool_wait(ch->dev, ch->idx, done);
+		return;
+	}
+	for (;;) {
+		now = emu_now_ns();
+		if (now >= until || pending_req(ch) || (more && may_fetch(ch, w, c)))
+			return;
+		if (atomic_load_explicit(&ch->dev->mmu.writers, memory_order_relaxed))
+			mmu_drop(ch);
+		if (until - now > SLEEP_MIN_NS) {
+			mmu_drop(ch);
+			pthread_mutex_lock(&ch->lock);
+			atomic_store(&ch->waiting, more ? WAIT_ANY : WAIT_REQ);
+			if (!pending_req(ch) && !(more && may_fetch(ch, w, c)))
+				sleep_locked(ch, until - SLEEP_EARLY_NS);
+			atomic_store(&ch->waiting, 0);
+			pthread_mutex_unlock(&ch->lock);
+		} else {
+			/* one pause per clock read: a pause is ~140 cycles on recent x86 */
+			emu_cpu_relax();
+		}
+	}
+}
+
+/* One step with work in the window: retire the oldest entry if it is ready, else dispatch
+ * more, else wait for the oldest. */
+static void window_step(struct emu_chan *ch, struct emu_win *w, uint32_t c)
+{
+	struct went *e;
+
+	if (atomic_load_explicit(&ch->dev->mmu.writers, memory_order_relaxed))
+		mmu_drop(ch);   /* a map/unmap is waiting for us */
+	if (w->count) {
+		e = oldest(w);
+		if (!atomic_load_explicit(&w->done[w->first].pending, memory_order_acquire) &&
+		    (e->end_ns <= 0 || (double)emu_now_ns() >= e->end_ns)) {
+			retire(ch, w);
+			return;
+		}
+	}
+	if (window_room(ch, w) && (w->cur || may_fetch(ch, w, c))) {
+		if (w->cur)
+			dispatch_piece(ch, w);
+		else
+			read_ahead(ch, w);
+		return;
+	}
+	if (w->count)
+		wait_window(ch, w, c);
+}
+
+/* A request (ABORT, RESET, close) with work in the window: ABORT writes the record of the
+ * descriptor at HEAD with the bytes moved and enters ERROR; RESET and close forget it. */
+static void interrupt_window(struct emu_chan *ch, struct emu_win *w)
+{
+	uint64_t slot;
+	uint32_t bytes = end_window(ch, w, true, &slot);
+
+	mmu_drop(ch);
+	pthread_mutex_lock(&ch->lock);
+	if ((atomic_load(&ch->ctl) & (EMU_CTL_ABORT | EMU_CTL_RESET | EMU_CTL_QUIT)) ==
+	    EMU_CTL_ABORT) {
+		write_record(ch, slot, bytes, error_status(MP_ERR_ABORTED));
+		mmu_drop(ch);
+		enter_error_locked(ch, MP_ERR_ABORTED);
+	}
+	pthread_mutex_unlock(&ch->lock);
 }
 
 /* Requests with nothing in flight; returns true when the thread must exit. */
@@ -1346,6 +1517,7 @@ static bool handle_requests(struct emu_chan *ch)
 static void *chan_main(void *arg)
 {
 	struct emu_chan *ch = arg;
+	struct emu_win *w = ch->win;
 	uint32_t c, head, tail;
 
 	/* paced sleeps wake within ~1 µs of their deadline instead of the default 50 µs */
@@ -1353,15 +1525,24 @@ static void *chan_main(void *arg)
 	for (;;) {
 		c = atomic_load(&ch->ctl);
 		if (c & ~EMU_CTL_RUN) {
+			if (w->count || w->cur)
+				interrupt_window(ch, w);
+			mmu_drop(ch);
 			atomic_store(&ch->inflight, 0);
 			if (handle_requests(ch))
 				break;
 			continue;
 		}
+		if (w->count || w->cur) {
+			window_step(ch, w, c);
+			continue;
+		}
+		/* nothing in flight */
 		if (!(c & EMU_CTL_RUN)) {
+			mmu_drop(ch);
 			atomic_store(&ch->inflight, 0);
 			if (chan_state(ch) == MP_STATE_RUNNING) {
-				/* halted: RUN = 0 arrived while a descriptor was in flight */
+				/* halted: RUN = 0 arrived while descriptors were in flight */
 				pthread_mutex_lock(&ch->lock);
 				if (!(atomic_load(&ch->ctl) & EMU_CTL_RUN) &&
 				    chan_state(ch) == MP_STATE_RUNNING)
@@ -1375,6 +1556,7 @@ static void *chan_main(void *arg)
 		head = atomic_load_explicit(&ch->head, memory_order_relaxed);
 		tail = atomic_load_explicit(&ch->tail, memory_order_acquire);
 		if (head == tail) {
+			mmu_drop(ch);
 			atomic_store(&ch->inflight, 0);
 			idle_wait(ch);
 			continue;
@@ -1388,8 +1570,7 @@ static void *chan_main(void *arg)
 		head = atomic_load_explicit(&ch->head, memory_order_relaxed);
 		tail = atomic_load_explicit(&ch->tail, memory_order_acquire);
 		if (head != tail)
-			run_one(ch, head, tail);
-		mmu_drop(ch);
+			start_head(ch, w, head, tail);
 	}
 	mmu_drop(ch);
 	return NULL;
@@ -1397,6 +1578,10 @@ static void *chan_main(void *arg)
 
 /* ================================================================== start/stop */
 
+/* Copy threads for both channels: enough that each direction sustains the link's rate with
+ * small descriptors (about 6 GB/s of pattern fill or compare per thread; the engine thread
+ * only dispatches, and copies when it would otherwise wait), none for links the engine
+ * thread keeps up with alone, one per channel for `ideal`; at most one less than the CPUs. */
 static unsigned int auto_workers(const struct emu_dev *d)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -1410,8 +1595,12 @@ static unsigned int auto_workers(const struct emu_dev *d)
 		if (r > rate)
 			rate = r;
 	}
-	/* one thread copies ~5 GB/s with room to spare; ideal: a little help for big pieces */
-	per = rate > 0 ? (unsigned int)(rate / 5e9) : 1;
+	if (rate <= 0)
+		per = 1;
+	else if (rate < 2.5e9)
+		per = 0;
+	else
+		per = (unsigned int)((rate + 6e9 - 1) / 6e9);
 	if (per * MP_CH_COUNT > (unsigned int)ncpu - 1)
 		return (unsigned int)ncpu - 1;
 	return per * MP_CH_COUNT;
@@ -1419,47 +1608,31 @@ static unsigned int auto_workers(const struct emu_dev *d)
 
 int emu_engine_start(struct emu_dev *d)
 {
-	struct emu_pool *pool = &d->pool;
 	unsigned int i;
 	int ret;
 
-	pthread_mutex_init(&pool->lock, NULL);
-	pthread_cond_init(&pool->work, NULL);
-	pthread_cond_init(&pool->done, NULL);
-	pool->nthreads = d->cfg.workers < 0 ? auto_workers(d) : (unsigned int)d->cfg.workers;
-	pool->started = 0;
-	pool->sleepers = 0;
-	pool->quit = false;
-	atomic_init(&pool->active, 0);
-	if (pool->nthreads) {
-		pool->threads = calloc(pool->nthreads, sizeof(pthread_t));
-		if (!pool->threads) {
-			emu_engine_stop(d);
-			return -ENOMEM;
+	d->pool.nthreads = d->cfg.workers < 0 ? auto_workers(d) : (unsigned int)d->cfg.workers;
+	ret = emu_pool_start(d);
+	for (i = 0; i < MP_CH_COUNT && !ret; i++) {
+		d->ch[i].win = aligned_alloc(EMU_CACHELINE, sizeof(struct emu_win));
+		if (!d->ch[i].win) {
+			ret = -ENOMEM;
+			break;
 		}
+		memset(d->ch[i].win, 0, sizeof(struct emu_win));
+		d->ch[i].win->max = d->cfg.window;
 	}
-	for (i = 0; i < pool->nthreads; i++) {
-		ret = pthread_create(&pool->threads[i], NULL, worker_main, pool);
-		if (ret) {
-			emu_engine_stop(d);
-			return -ret;
-		}
-		pool->started++;
+	for (i = 0; i < MP_CH_COUNT && !ret; i++) {
+		ret = -pthread_create(&d->ch[i].thread, NULL, chan_main, &d->ch[i]);
+		d->ch[i].thread_started = !ret;
 	}
-	for (i = 0; i < MP_CH_COUNT; i++) {
-		ret = pthread_create(&d->ch[i].thread, NULL, chan_main, &d->ch[i]);
-		if (ret) {
-			emu_engine_stop(d);
-			return -ret;
-		}
-		d->ch[i].thread_started = true;
-	}
-	return 0;
+	if (ret)
+		emu_engine_stop(d);
+	return ret;
 }
 
 void emu_engine_stop(struct emu_dev *d)
 {
-	struct emu_pool *pool = &d->pool;
 	unsigned int i;
 
 	for (i = 0; i < MP_CH_COUNT; i++) {
@@ -1474,16 +1647,9 @@ void emu_engine_stop(struct emu_dev *d)
 		pthread_join(ch->thread, NULL);
 		ch->thread_started = false;
 	}
-	pthread_mutex_lock(&pool->lock);
-	pool->quit = true;
-	pthread_cond_broadcast(&pool->work);
-	pthread_mutex_unlock(&pool->lock);
-	for (i = 0; i < pool->started; i++)
-		pthread_join(pool->threads[i], NULL);
-	pool->started = 0;
-	free(pool->threads);
-	pool->threads = NULL;
-	pthread_cond_destroy(&pool->done);
-	pthread_cond_destroy(&pool->work);
-	pthread_mutex_destroy(&pool->lock);
+	emu_pool_stop(d);
+	for (i = 0; i < MP_CH_COUNT; i++) {
+		free(d->ch[i].win);
+		d->ch[i].win = NULL;
+	}
 }

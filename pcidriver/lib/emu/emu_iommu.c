@@ -9,10 +9,12 @@
  * umem layout leaves between its runs, fault like any unmapped address.
  *
  * Concurrency: a "big reader" lock. Each channel thread holds its own reader mutex while it
- * looks up an address and touches the host memory behind it; map/unmap take the writer mutex
- * and then every reader mutex before they change the table. Readers never contend with each
- * other, and an unmap waits at most for one piece of data being copied: once it returns, no
- * engine thread touches the removed buffer any more (as after an IOTLB flush).
+ * looks up an address and while the data it dispatched to the copy pool is being copied;
+ * map/unmap take the writer mutex, announce themselves in `writers` and then take every
+ * reader mutex before they change the table. Readers never contend with each other; an engine
+ * that sees `writers` lets its copies finish and drops its reader mutex, so an unmap waits at
+ * most for the data in flight (the read-ahead window): once it returns, no engine thread or
+ * worker touches the removed buffer any more (as after an IOTLB flush).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,6 +40,8 @@ int emu_iommu_init(struct emu_iommu *mmu, uint64_t base, uint64_t seed)
 		pthread_mutex_init(&mmu->reader[i].m, NULL);
 	mmu->n = mmu->cap = 0;
 	mmu->maps = NULL;
+	mmu->gen = 0;
+	atomic_init(&mmu->writers, 0);
 	mmu->next = mmu->base = base;
 	mmu->rng = seed ^ 0x10eeu;
 	return 0;
@@ -53,12 +57,15 @@ void emu_iommu_destroy(struct emu_iommu *mmu)
 	pthread_mutex_destroy(&mmu->lock);
 }
 
+/* With mmu->lock held. The engines poll `writers` and drop their reader locks for us. */
 static void lock_readers(struct emu_iommu *mmu)
 {
 	unsigned int i;
 
+	atomic_fetch_add(&mmu->writers, 1);
 	for (i = 0; i < EMU_READERS; i++)
 		pthread_mutex_lock(&mmu->reader[i].m);
+	mmu->gen++;
 }
 
 static void unlock_readers(struct emu_iommu *mmu)
@@ -67,6 +74,30 @@ static void unlock_readers(struct emu_iommu *mmu)
 
 	for (i = EMU_READERS; i-- > 0;)
 		pthread_mutex_unlock(&mmu->reader[i].m);
+	atomic_fetch_sub(&mmu->writers, 1);
+}
+
+#define PAGE_RUN_MIN 8   /* mappings with more runs get a page index (one lookup per access) */
+
+/* m->page_run for a mapping of many runs (relative IOVAs): O(1) translations instead of a
+ * binary search over up to a million runs (one cache miss instead of twenty). */
+static int index_pages(struct emu_map *m)
+{
+	uint64_t p, last;
+	size_t i;
+
+	m->page_run = NULL;
+	if (m->nruns < PAGE_RUN_MIN || m->win_len / EMU_PAGE > UINT32_MAX)
+		return 0;
+	m->page_run = calloc(m->win_len / EMU_PAGE, sizeof(*m->page_run));
+	if (!m->page_run)
+		return -ENOMEM;
+	for (i = 0; i < m->nruns; i++) {
+		last = (m->runs[i].iova + m->runs[i].len - 1) / EMU_PAGE;
+		for (p = m->runs[i].iova / EMU_PAGE; p <= last; p++)
+			m->page_run[p] = (uint32_t)(i + 1);
+	}
+	return 0;
 }
 
 int emu_iommu_add(struct emu_iommu *mmu, struct emu_map *m)
@@ -75,12 +106,16 @@ int emu_iommu_add(struct emu_iommu *mmu, struct emu_map *m)
 	uint64_t start, gap;
 	size_t i, cap;
 
+	if (index_pages(m))
+		return -ENOMEM;
+
 	pthread_mutex_lock(&mmu->lock);
 	/* the first mapping starts at the base itself (iova=), later ones behind a guard gap */
 	gap = mmu->next == mmu->base ? 0 : EMU_PAGE * (1 + splitmix64(&mmu->rng) % 4);
 	start = mmu->next + gap;
 	if (start < mmu->next || start + m->win_len < start || start + m->win_len > (1ull << 63)) {
 		pthread_mutex_unlock(&mmu->lock);
+		free(m->page_run);
 		return -ENOMEM;
 	}
 	if (mmu->n == mmu->cap) {
@@ -88,6 +123,7 @@ int emu_iommu_add(struct emu_iommu *mmu, struct emu_map *m)
 		maps = malloc(cap * sizeof(*maps));
 		if (!maps) {
 			pthread_mutex_unlock(&mmu->lock);
+			free(m->page_run);
 			return -ENOMEM;
 		}
 		if (mmu->n)
@@ -128,10 +164,18 @@ void emu_iommu_remove(struct emu_iommu *mmu, struct emu_map *m)
 	}
 	unlock_readers(mmu);
 	pthread_mutex_unlock(&mmu->lock);
+	free(m->page_run);
+	m->page_run = NULL;
 }
 
 void emu_iommu_reader_lock(struct emu_iommu *mmu, unsigned int reader)
 {
+	/* a writer at work holds mmu->lock throughout: wait for it there rather than barge in
+	 * on the reader mutex it is about to take */
+	if (atomic_load(&mmu->writers)) {
+		pthread_mutex_lock(&mmu->lock);
+		pthread_mutex_unlock(&mmu->lock);
+	}
 	pthread_mutex_lock(&mmu->reader[reader].m);
 }
 
@@ -140,13 +184,12 @@ void emu_iommu_reader_unlock(struct emu_iommu *mmu, unsigned int reader)
 	pthread_mutex_unlock(&mmu->reader[reader].m);
 }
 
-uint64_t emu_iommu_xlat(struct emu_iommu *mmu, uint64_t iova, uint64_t len,
-			unsigned int access, uint8_t **host)
+bool emu_iommu_run(struct emu_iommu *mmu, uint64_t iova, unsigned int access,
+		   struct emu_xrun *out)
 {
 	const struct emu_map *m;
 	const struct emu_run *r;
 	size_t lo, hi, mid;
-	uint64_t off, avail;
 
 	/* the last window starting at or below iova */
 	lo = 0;
@@ -159,27 +202,45 @@ uint64_t emu_iommu_xlat(struct emu_iommu *mmu, uint64_t iova, uint64_t len,
 			hi = mid;
 	}
 	if (lo == 0)
-		return 0;
+		return false;
 	m = mmu->maps[lo - 1];
 	if (iova - m->win_start >= m->win_len || (m->access & access) != access)
-		return 0;
-	/* the last run starting at or below iova */
-	lo = 0;
-	hi = m->nruns;
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (m->runs[mid].iova <= iova)
-			lo = mid + 1;
-		else
-			hi = mid;
+		return false;
+	if (m->page_run) {
+		lo = m->page_run[(iova - m->win_start) / EMU_PAGE];
+	} else {   /* the last run starting at or below iova */
+		lo = 0;
+		hi = m->nruns;
+		while (lo < hi) {
+			mid = lo + (hi - lo) / 2;
+			if (m->runs[mid].iova <= iova)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
 	}
 	if (lo == 0)
-		return 0;
+		return false;
 	r = &m->runs[lo - 1];
-	off = iova - r->iova;
-	if (off >= r->len)
+	if (iova - r->iova >= r->len)
+		return false;
+	out->iova = r->iova;
+	out->len = r->len;
+	out->host = r->host;
+	out->map_len = m->win_len;
+	return true;
+}
+
+uint64_t emu_iommu_xlat(struct emu_iommu *mmu, uint64_t iova, uint64_t len,
+			unsigned int access, uint8_t **host)
+{
+	struct emu_xrun r;
+	uint64_t off, avail;
+
+	if (!emu_iommu_run(mmu, iova, access, &r))
 		return 0;
-	avail = r->len - off;
-	*host = r->host + off;
+	off = iova - r.iova;
+	avail = r.len - off;
+	*host = r.host + off;
 	return avail < len ? avail : len;
 }

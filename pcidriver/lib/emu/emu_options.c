@@ -164,12 +164,13 @@ static int set_link(struct emu_config *c, const char *v)
 enum {
 	K_LINK, K_BW, K_LAT, K_TLP, K_MPS, K_MRRS, K_MSI, K_MEM, K_KMAX, K_IOVA, K_SEED, K_FIFO,
 	K_SPIN, K_SG, K_WORKERS, K_STALL, K_BUSERR, K_DROPIRQ, K_USER, K_CFGWR, K_CLOCK, K_MAXSEG,
-	K_COUNT
+	K_WINDOW, K_NT, K_COUNT
 };
 
 static const char *const keys[K_COUNT] = {
 	"link", "bw", "lat", "tlp", "mps", "mrrs", "msi", "mem", "kmax", "iova", "seed", "fifo",
 	"spin", "sg", "workers", "stall", "buserr", "dropirq", "user", "cfgwr", "clock", "maxseg",
+	"window", "nt",
 };
 
 static void defaults(struct emu_config *c)
@@ -190,6 +191,8 @@ static void defaults(struct emu_config *c)
 	c->spin_ns = 20000;
 	c->sg = EMU_SG_RANDOM;
 	c->workers = -1;
+	c->window = 128;
+	c->nt_min = 32ull << 20;
 	c->dropirq = -1;
 	c->user = EMU_USER_NONE;
 	c->cfgwr = EMU_CFGWR_AUTO;
@@ -359,6 +362,23 @@ static int parse_item(struct emu_config *c, const char *item, size_t len, unsign
 			return -EINVAL;
 		} else {
 			c->workers = (int)u;
+		}
+		break;
+	case K_WINDOW:
+		if (parse_u64(v, &u) || u < 1 || u > 256) {
+			bad(item, len, "expected 1 (no read-ahead) to 256 pieces in flight");
+			return -EINVAL;
+		}
+		c->window = (unsigned int)u;
+		break;
+	case K_NT:
+		if (!strcmp(v, "off")) {
+			c->nt_min = UINT64_MAX;
+		} else if (parse_size(v, &u)) {
+			bad(item, len, "expected a mapping size (0: always) or off");
+			return -EINVAL;
+		} else {
+			c->nt_min = u;
 		}
 		break;
 	case K_STALL:
