@@ -59,7 +59,7 @@ struct ubuf {
 static void ubuf_map(struct eb *b, struct ubuf *u, size_t size, size_t off, enum pd_dma_dir dir,
 		     uint8_t fill)
 {
-	u->mem = aligned_alloc(4096, size + off + 8192);
+	u->mem = aligned_alloc(4096, (size + off + 8192 + 4095) & ~(size_t)4095);
 	ck_assert_ptr_nonnull(u->mem);
 	memset(u->mem, fill, size + off + 8192);
 	u->buf = u->mem + off;

@@ -141,6 +141,8 @@ struct emu_win {
 	uint32_t ck_gen;                     /* ... pieces, for this CHECK_SEED generation */
 	uint64_t ck_words;
 	struct xcache fetch, record, data;   /* translations */
+	uint64_t now;                        /* the last clock read (paced links): never late */
+	bool now_fresh;                      /* ... taken by start_desc for the first piece */
 };
 
 static void drain(struct emu_chan *ch);
@@ -846,6 +848,8 @@ static void start_desc(struct emu_chan *ch, struct xdesc *x)
 	x->done = 0;
 	if (d->link.paced) {
 		now = emu_now_ns();
+		ch->win->now = now;
+		ch->win->now_fresh = true;   /* the first piece starts now too */
 		start = available_ns(ch, x->idx, now) + d->link.lat_ns;
 		if (start < (double)now - SLACK_NS)
 			start = (double)now - SLACK_NS;
@@ -1203,7 +1207,13 @@ static void dispatch_piece(struct emu_chan *ch, struct emu_win *w)
 		e->ck_gen = w->ck_gen;
 	}
 
-	t0 = piece_start(ch, rate);
+	t0 = 0;
+	if (d->link.paced || rate) {   /* (piece_start, sharing start_desc's clock read) */
+		if (!w->now_fresh)
+			w->now = emu_now_ns();
+		t0 = (double)w->now;
+	}
+	w->now_fresh = false;
 	/* the engine moves whole 32-bit words: a mapping ending inside one faults there */
 	n = xlat(ch, &w->data, x->addr + x->done, want, c2h ? EMU_ACC_WRITE : EMU_ACC_READ,
 		 &host, &map_len) & ~(uint64_t)(MP_ENGINE_GRANULE - 1);
@@ -1425,7 +1435,7 @@ static void wait_window(struct emu_chan *ch, struct emu_win *w, uint32_t c)
 		return;
 	}
 	for (;;) {
-		now = emu_now_ns();
+		now = w->now = emu_now_ns();
 		if (now >= until || pending_req(ch) || (more && may_fetch(ch, w, c)))
 			return;
 		if (atomic_load_explicit(&ch->dev->mmu.writers, memory_order_relaxed))
@@ -1455,8 +1465,9 @@ static void window_step(struct emu_chan *ch, struct emu_win *w, uint32_t c)
 		mmu_drop(ch);   /* a map/unmap is waiting for us */
 	if (w->count) {
 		e = oldest(w);
+		/* (the clock is read only when the last reading does not show it done yet) */
 		if (!atomic_load_explicit(&w->done[w->first].pending, memory_order_acquire) &&
-		    (e->end_ns <= 0 || (double)emu_now_ns() >= e->end_ns)) {
+		    (e->end_ns <= (double)w->now || e->end_ns <= (double)(w->now = emu_now_ns()))) {
 			retire(ch, w);
 			return;
 		}
