@@ -62,11 +62,15 @@ cp "$PDTEST" "$root/pdtest"
 if [ -n "${PDTEST32:-}" ] && [ -x "$PDTEST32" ]; then
 	cp "$PDTEST32" "$root/pdtest32"
 fi
-# the shared libraries, at the paths the dynamic linker (and pdtest's RUNPATH) will look at
-ldd "$PDTEST" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i }' |
+# The shared libraries: the dynamic linker at its own path, the others in /usr/lib, which the
+# linker searches by default. (Not at the build tree's path, which pdtest's RUNPATH names: a
+# build tree under /tmp would be hidden by the guest's tmpfs.)
+interp=$(ldd "$PDTEST" | awk '$1 ~ /^\// && /ld-linux/ { print $1 }')
+mkdir -p "$root/usr/lib" "$root$(dirname "$interp")"
+cp -L "$interp" "$root$interp"
+ldd "$PDTEST" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' |
 while read -r lib; do
-	mkdir -p "$root$(dirname "$lib")"
-	cp -L "$lib" "$root$lib"
+	cp -L "$lib" "$root/usr/lib/"
 done
 printf 'root:x:0:0:root:/:/bin/sh\nfpga:x:1000:1000::/:/bin/sh\nother:x:1001:1001::/:/bin/sh\n' \
 	> "$root/etc/passwd"
