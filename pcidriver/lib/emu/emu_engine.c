@@ -1115,16 +1115,24 @@ static void restore_pos(struct emu_test *t, const struct src_pos *p)
 }
 
 /* Hands n bytes at dst/src to the pool as the segments of window entry k: one segment, or
- * parts of at least split_min for the workers when the piece is large. */
-static void push_segs(struct emu_chan *ch, unsigned int k, unsigned int kind, uint8_t *dst,
-		      const uint8_t *src, uint64_t n, uint32_t w0)
+ * parts of at least split_min for the workers when the piece is large. A small piece alone
+ * in the window with nothing queued behind it the engine moves itself, at once: handing it
+ * to a worker would only add a wake-up and a cache miss to its latency. */
+static void move_piece(struct emu_chan *ch, struct emu_win *w, unsigned int k,
+		       unsigned int kind, uint8_t *dst, const uint8_t *src, uint64_t n, uint32_t w0)
 {
 	struct emu_dev *d = ch->dev;
-	struct emu_done *done = &ch->win->done[k];
+	struct emu_done *done = &w->done[k];
 	uint64_t parts, part, off;
 	struct emu_seg *s;
 	unsigned int segs = 0;
 
+	if (!w->count && n < 2 * d->split_min && w->x.done + n == w->x.len &&
+	    atomic_load_explicit(&ch->tail, memory_order_relaxed) == w->next) {
+		atomic_store_explicit(&done->bad, emu_seg_run(kind, dst, src, n, w0),
+				      memory_order_relaxed);
+		return;
+	}
 	parts = d->pool.started ? min64(d->pool.started + 1u, n / d->split_min) : 1;
 	part = parts > 1 ? ((n + parts - 1) / parts + 63) & ~(uint64_t)63 : n;
 	for (off = 0; off < n; off += part, segs++) {
@@ -1219,8 +1227,8 @@ static void dispatch_piece(struct emu_chan *ch, struct emu_win *w)
 		 &host, &map_len) & ~(uint64_t)(MP_ENGINE_GRANULE - 1);
 	if (n && c2h) {
 		/* a buffer larger than the caches is not read back from them: bypass them */
-		push_segs(ch, k, map_len >= d->cfg.nt_min ? EMU_SEG_FILL_NT : EMU_SEG_FILL, host,
-			  NULL, n, w0);
+		move_piece(ch, w, k, map_len >= d->cfg.nt_min ? EMU_SEG_FILL_NT : EMU_SEG_FILL, host,
+			   NULL, n, w0);
 		if (x->src == MP_C2H_SOURCE_PATTERN) {
 			t->pg_pos += n / 4;
 		} else {
@@ -1234,7 +1242,7 @@ static void dispatch_piece(struct emu_chan *ch, struct emu_win *w)
 			}
 		}
 	} else if (n && e->check) {
-		push_segs(ch, k, EMU_SEG_CHECK, NULL, host, n, w0);
+		move_piece(ch, w, k, EMU_SEG_CHECK, NULL, host, n, w0);
 		w->ck_words += n / 4;
 	}
 	/* (the user stream and undefined sinks take H2C data and drop it: nothing to move) */
