@@ -3,8 +3,8 @@
  * Virtual board conformance, part 6: many small descriptors in flight at once (the engine's
  * read-ahead window, docs/virtual-board.md). Scattered user memory with one descriptor per SG
  * entry, as libmprace queues it: the pattern byte for byte and the completion records strictly
- * in order, with and without copy threads and read-ahead; a bus error, ABORT, RESET and a
- * halt while a window of small descriptors is in flight (nothing after the failing or aborted
+ * in order, with and without copy threads and read-ahead; a bus error, a stall, ABORT, RESET
+ * and a halt while a window of small descriptors is in flight (nothing after the failing or aborted
  * descriptor completes, the sources continue exactly where the reported bytes end); the
  * checker counting one bad word among many small H2C descriptors once; STOP; user-stream
  * packets spanning descriptors; an unmap in the middle of a stream of small descriptors.
@@ -304,6 +304,47 @@ START_TEST(test_buserr_in_window)
 	buserr_window("emu:link=ideal,buserr=c2h:150,workers=2", MP_CH_C2H, 200, 150, 4096 + 8);
 	buserr_window("emu:link=gen3x4,buserr=h2c:20", MP_CH_H2C, 100, 20, 2048);
 	buserr_window("emu:link=ideal,buserr=h2c:99", MP_CH_H2C, 100, 99, 1024);
+}
+END_TEST
+
+/* stall=c2h:N behind a window of small descriptors: the read-ahead stops before it, the
+ * descriptors before it complete, it times out at HEAD, nothing after it is touched. */
+START_TEST(test_stall_behind_window)
+{
+	struct eb b;
+	struct ering r;
+	pd_kmem *km;
+	uint8_t *buf;
+	uint64_t bus;
+	uint32_t i;
+	const uint32_t count = 100, n_stall = 60, len = 2048;
+
+	eb_open(&b, "emu:link=gen3x4,stall=c2h:60,workers=1");
+	ering_init(&b, &r, MP_CH_C2H, 128);
+	ck_assert_int_eq(pd_kmem_alloc(b.dev, count * len, &km), 0);
+	buf = pd_kmem_ptr(km);
+	bus = pd_kmem_bus_addr(km);
+	memset(buf, 0xee, count * len);
+	set_test(&b, MP_C2H_SOURCE_PATTERN, 0);
+	cwr(&b, MP_CH_C2H, MP_CHREG_TIMEOUT_US, 20000);
+	run(&b, MP_CH_C2H);
+	for (i = 0; i < count; i++)
+		ering_put_raw(&r, bus + (uint64_t)i * len, len, 0);
+	ering_doorbell(&b, &r);
+	ck_assert_uint_eq(wait_state(&b, MP_CH_C2H, MP_STATE_ERROR, EMU_WAIT_MS),
+			  err_status(MP_ERR_TIMEOUT));
+	ck_assert_uint_eq(crd(&b, MP_CH_C2H, MP_CHREG_HEAD), n_stall);
+	for (i = 0; i < n_stall; i++)
+		ck_assert_uint_eq(rec_status(&r, i), DONE);
+	ck_assert_uint_eq(rec_status(&r, n_stall), err_rec(MP_ERR_TIMEOUT));
+	ck_assert_uint_eq(rec_bytes(&r, n_stall), 0);
+	for (i = n_stall + 1; i < count; i++)
+		ck_assert_uint_eq(rec_status(&r, i), 0);
+	ck_assert_int_eq(pattern_mismatch(buf, n_stall * len / 4, 0), -1);
+	for (i = n_stall * len; i < count * len; i++)
+		ck_assert_msg(buf[i] == 0xee, "byte %u from the stalled descriptor on was written", i);
+	ck_assert_uint_eq(bytes_reg(&b, MP_CH_C2H), (uint64_t)n_stall * len);
+	eb_close(&b);
 }
 END_TEST
 
@@ -689,6 +730,7 @@ Suite *test_suite(void)
 	tcase_add_test(tc, test_small_random);
 	tcase_add_test(tc, test_small_stream_wraps);
 	tcase_add_test(tc, test_buserr_in_window);
+	tcase_add_test(tc, test_stall_behind_window);
 	tcase_add_test(tc, test_abort_full_window);
 	tcase_add_test(tc, test_reset_full_window);
 	tcase_add_test(tc, test_checker_one_bad_word);

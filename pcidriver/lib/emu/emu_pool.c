@@ -333,7 +333,12 @@ void emu_pool_publish(struct emu_dev *d, unsigned int ch)
 	atomic_store(&q->pub, q->pushed);   /* seq_cst: release, and ordered before `sleepers` */
 	if (atomic_load(&pool->sleepers) && !atomic_exchange(&pool->waking, 1)) {
 		pthread_mutex_lock(&pool->lock);
-		pthread_cond_signal(&pool->work);
+		/* sleepers counted under the lock are in cond_wait: one of them wakes and clears
+		 * `waking`; if they have all left meanwhile, nobody would */
+		if (atomic_load(&pool->sleepers))
+			pthread_cond_signal(&pool->work);
+		else
+			atomic_store(&pool->waking, 0);
 		pthread_mutex_unlock(&pool->lock);
 	}
 }
