@@ -9,8 +9,11 @@
  *   emu_iommu.c    the IOVA allocator and the IOMMU-like table the engine translates through
  *   emu_cfg.c      PCI config space (IDs, BARs, MSI and PCIe capabilities) and its write rules
  *   emu_regs.c     BAR0: register reads/writes with their side effects, interrupts
+ *   emu_chan.c     the register side of the channels and the test logic (CONTROL, TAIL,
+ *                  RING_*, TEST_CONTROL, seeds, global reset): the writers' state transitions
  *   emu_engine.c   the channel threads (descriptor ring, read-ahead window, completion
- *                  records), the test logic (pattern generator, checker, loopback FIFO)
+ *                  records), feeding and draining the test logic (pattern generator,
+ *                  checker, loopback FIFO) and the user-stream model
  *   emu_pool.c     the copy pool: fill/check/copy kernels and the worker threads that run
  *                  the engine's data jobs ("segments") from one queue per channel
  *   emu_backend.c  struct pd_backend_ops pd_emu_backend: open/close, BARs, kmem, umem, IRQ wait
@@ -197,6 +200,10 @@ bool emu_iommu_run(struct emu_iommu *mmu, uint64_t iova, unsigned int access,
 #define EMU_CTL_QUIT  8u
 
 #define EMU_OBS 64u   /* doorbell observations kept per channel */
+
+/* emu_chan.waiting: what the engine thread sleeps for */
+#define EMU_WAIT_ANY 1u   /* doorbells, FIFO data/space and requests */
+#define EMU_WAIT_REQ 2u   /* requests (ABORT, RESET, close) only */
 
 struct emu_dev;
 struct emu_win;
@@ -400,6 +407,8 @@ uint64_t emu_seg_run(unsigned int kind, uint8_t *dst, const uint8_t *src, uint64
 /* emu_engine.c */
 int emu_engine_start(struct emu_dev *d);     /* threads; call once after init */
 void emu_engine_stop(struct emu_dev *d);     /* joins every thread, even mid-transfer */
+
+/* emu_chan.c */
 void emu_chan_init(struct emu_dev *d, unsigned int idx);
 void emu_chan_destroy(struct emu_chan *ch);
 int emu_test_init(struct emu_test *t, uint64_t fifo);
@@ -411,5 +420,23 @@ void emu_chan_write_ring(struct emu_chan *ch, uint64_t off, uint32_t val);
 void emu_chan_wake(struct emu_chan *ch);
 void emu_global_reset(struct emu_dev *d);
 void emu_test_write(struct emu_dev *d, uint64_t off, uint32_t val);
+/* Shared with the engine thread (emu_engine.c). */
+uint32_t emu_chan_state(struct emu_chan *ch);                 /* STATUS.STATE */
+void emu_chan_kick(struct emu_chan *ch);   /* wakes it if it waits for doorbells or the FIFO */
+void emu_chan_set_status_locked(struct emu_chan *ch, uint32_t state, uint32_t code);
+/* ERROR with `code` (RUN and a pending ABORT cleared, IRQ_STATUS.ERROR raised); nothing may be
+ * in flight any more. */
+void emu_chan_error_locked(struct emu_chan *ch, uint32_t code);
+void emu_chan_reset_locked(struct emu_chan *ch);              /* RESET, nothing in flight */
+
+static inline uint64_t emu_fifo_avail(struct emu_fifo *f)
+{
+	return atomic_load(&f->wpos) - atomic_load_explicit(&f->rpos, memory_order_relaxed);
+}
+
+static inline uint64_t emu_fifo_space(struct emu_fifo *f)
+{
+	return f->cap - (atomic_load_explicit(&f->wpos, memory_order_relaxed) - atomic_load(&f->rpos));
+}
 
 #endif /* PCIDRIVER_EMU_H */

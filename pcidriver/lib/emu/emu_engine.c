@@ -41,13 +41,16 @@
  * A request (ABORT, RESET, close) ends the window: the data in flight finishes, the pieces of
  * the descriptor at HEAD count as moved, the descriptors read ahead are forgotten (their data
  * may have been written, as posted writes would be; no record, no BYTES, and the sources go
- * back to where those descriptors began).
+ * back to where those descriptors began). RUN = 0 stops the read-ahead; the descriptors
+ * already started complete.
+ *
+ * The register side of all this (what a write of CONTROL or TAIL does when nothing is in
+ * flight) is in emu_chan.c.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,12 +65,10 @@
 #define SLEEP_MIN_NS 80000u       /* longer waits sleep; shorter ones spin */
 #define SLEEP_EARLY_NS 10000u     /* wake this much before a paced deadline, spin the rest */
 
-#define WAIT_ANY 1u               /* emu_chan.waiting: wake on doorbells, FIFO and requests */
-#define WAIT_REQ 2u               /* wake on requests (ABORT, RESET, close) only */
-
 #define CTRL_DEFINED (MP_DESC_CTRL_IRQ_MASK | MP_DESC_CTRL_EOP_MASK | MP_DESC_CTRL_STOP_MASK)
 
 #define WIN_MAX 256u              /* largest window= */
+#define PUBLISH_BYTES (64u << 10) /* segments are published to the pool in batches this large */
 
 static inline uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
@@ -132,6 +133,7 @@ struct emu_win {
 	struct went e[WIN_MAX];
 	unsigned int first, count, max;
 	uint64_t bytes;                      /* data in the window */
+	uint64_t unpub;                      /* bytes of segments pushed, not yet published */
 	bool cur;                            /* x has pieces left to dispatch */
 	struct xdesc x;
 	uint32_t next;                       /* number of the next descriptor to fetch */
@@ -147,151 +149,7 @@ struct emu_win {
 
 static void drain(struct emu_chan *ch);
 
-/* ================================================================== test logic */
-
-int emu_test_init(struct emu_test *t, uint64_t fifo)
-{
-	memset(t, 0, sizeof(*t));
-	t->fifo.buf = mmap(NULL, fifo, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (t->fifo.buf == MAP_FAILED) {
-		t->fifo.buf = NULL;
-		return -ENOMEM;
-	}
-	t->fifo.cap = fifo;
-	pthread_mutex_init(&t->lock, NULL);
-	atomic_init(&t->control, 0);
-	atomic_init(&t->pg_seed, 0);
-	atomic_init(&t->pg_state, 0);
-	atomic_init(&t->pg_rate, 0);
-	atomic_init(&t->ck_seed, 0);
-	atomic_init(&t->ck_words, 0);
-	atomic_init(&t->ck_errors, 0);
-	atomic_init(&t->fifo.wpos, 0);
-	atomic_init(&t->fifo.rpos, 0);
-	return 0;
-}
-
-void emu_test_destroy(struct emu_test *t)
-{
-	if (t->fifo.buf) {
-		munmap(t->fifo.buf, t->fifo.cap);
-		pthread_mutex_destroy(&t->lock);
-	}
-}
-
-static uint32_t chan_state(struct emu_chan *ch)
-{
-	return atomic_load_explicit(&ch->status, memory_order_relaxed) & MP_CHREG_STATUS_STATE_MASK;
-}
-
-void emu_test_write(struct emu_dev *d, uint64_t off, uint32_t v)
-{
-	struct emu_test *t = &d->test;
-
-	switch (off) {
-	case MP_REG_TEST_CONTROL:
-		/* changed only while both channels are IDLE: other writes are ignored */
-		pthread_mutex_lock(&d->ch[MP_CH_C2H].lock);
-		pthread_mutex_lock(&d->ch[MP_CH_H2C].lock);
-		if (chan_state(&d->ch[MP_CH_C2H]) == MP_STATE_IDLE &&
-		    chan_state(&d->ch[MP_CH_H2C]) == MP_STATE_IDLE &&
-		    !atomic_load(&d->ch[MP_CH_C2H].inflight) && !atomic_load(&d->ch[MP_CH_H2C].inflight))
-			atomic_store(&t->control, v & (MP_REG_TEST_CONTROL_C2H_SOURCE_MASK |
-						       MP_REG_TEST_CONTROL_H2C_SINK_MASK));
-		pthread_mutex_unlock(&d->ch[MP_CH_H2C].lock);
-		pthread_mutex_unlock(&d->ch[MP_CH_C2H].lock);
-		break;
-	case MP_REG_PATGEN_SEED:
-		pthread_mutex_lock(&t->lock);
-		atomic_store(&t->pg_seed, v);
-		atomic_store_explicit(&t->pg_state, (atomic_load(&t->pg_state) & ~0xffffffffull) +
-				      (1ull << 32) + v, memory_order_release);
-		pthread_mutex_unlock(&t->lock);
-		break;
-	case MP_REG_PATGEN_RATE:
-		atomic_store(&t->pg_rate, v);
-		break;
-	case MP_REG_CHECK_SEED:
-		pthread_mutex_lock(&t->lock);
-		atomic_store(&t->ck_seed, v);
-		t->ck_gen++;
-		atomic_store(&t->ck_words, 0);
-		atomic_store(&t->ck_errors, 0);
-		pthread_mutex_unlock(&t->lock);
-		break;
-	default:
-		break;
-	}
-}
-
-static uint64_t fifo_avail(struct emu_fifo *f)
-{
-	return atomic_load(&f->wpos) - atomic_load_explicit(&f->rpos, memory_order_relaxed);
-}
-
-static uint64_t fifo_space(struct emu_fifo *f)
-{
-	return f->cap - (atomic_load_explicit(&f->wpos, memory_order_relaxed) - atomic_load(&f->rpos));
-}
-
-/* ================================================================== channel registers */
-
-void emu_chan_init(struct emu_dev *d, unsigned int idx)
-{
-	struct emu_chan *ch = &d->ch[idx];
-	pthread_condattr_t attr;
-
-	memset(ch, 0, sizeof(*ch));
-	ch->dev = d;
-	ch->idx = idx;
-	pthread_mutex_init(&ch->lock, NULL);
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&ch->wake, &attr);
-	pthread_condattr_destroy(&attr);
-	pthread_cond_init(&ch->ack, NULL);
-	atomic_init(&ch->tail, 0);
-	atomic_init(&ch->tail_ns, 0);
-	atomic_init(&ch->ctl, 0);
-	atomic_init(&ch->ring_lo, 0);
-	atomic_init(&ch->ring_hi, 0);
-	atomic_init(&ch->ring_size, 0);
-	atomic_init(&ch->timeout_us, 0);
-	atomic_init(&ch->run_ns, 0);
-	atomic_init(&ch->head, 0);
-	atomic_init(&ch->status, MP_STATE_IDLE);
-	atomic_init(&ch->inflight, 0);
-	atomic_init(&ch->waiting, 0);
-	atomic_init(&ch->bytes, 0);
-	atomic_init(&ch->bytes_hi, 0);
-	atomic_init(&ch->gen, 0);
-}
-
-void emu_chan_destroy(struct emu_chan *ch)
-{
-	pthread_cond_destroy(&ch->ack);
-	pthread_cond_destroy(&ch->wake);
-	pthread_mutex_destroy(&ch->lock);
-}
-
-void emu_chan_wake(struct emu_chan *ch)
-{
-	if (atomic_load(&ch->waiting)) {
-		pthread_mutex_lock(&ch->lock);
-		pthread_cond_broadcast(&ch->wake);
-		pthread_mutex_unlock(&ch->lock);
-	}
-}
-
-/* Wakes the engine thread if it waits for doorbells or FIFO data/space. */
-static void kick(struct emu_chan *ch)
-{
-	if (atomic_load(&ch->waiting) == WAIT_ANY) {
-		pthread_mutex_lock(&ch->lock);
-		pthread_cond_broadcast(&ch->wake);
-		pthread_mutex_unlock(&ch->lock);
-	}
-}
+/* ================================================================== engine: the IOMMU */
 
 /*
  * The engine thread's hold on its IOMMU reader lock. It is taken for a translation and kept
@@ -340,159 +198,6 @@ static uint64_t xlat(struct emu_chan *ch, struct xcache *c, uint64_t iova, uint6
 	return min64(c->r.len - off, len);
 }
 
-void emu_chan_write_tail(struct emu_chan *ch, uint32_t v)
-{
-	if (ch->dev->link.paced)
-		atomic_store_explicit(&ch->tail_ns, emu_now_ns(), memory_order_relaxed);
-	/* seq_cst: publishes the descriptors (release) and orders against `waiting` */
-	atomic_store(&ch->tail, v);
-	kick(ch);
-}
-
-void emu_chan_write_ring(struct emu_chan *ch, uint64_t off, uint32_t v)
-{
-	pthread_mutex_lock(&ch->lock);
-	if (chan_state(ch) != MP_STATE_RUNNING) {   /* ignored while RUNNING */
-		if (off == MP_CHREG_RING_BASE_LO)
-			atomic_store(&ch->ring_lo, v);
-		else if (off == MP_CHREG_RING_BASE_HI)
-			atomic_store(&ch->ring_hi, v);
-		else
-			atomic_store(&ch->ring_size, v);
-	}
-	pthread_mutex_unlock(&ch->lock);
-}
-
-static void set_status_locked(struct emu_chan *ch, uint32_t state, uint32_t code)
-{
-	atomic_store_explicit(&ch->status, state | (code << MP_CHREG_STATUS_ERROR_CODE_SHIFT),
-			      memory_order_release);
-}
-
-/* ERROR with `code`; RUN and a pending ABORT are cleared; raises IRQ_STATUS.ERROR. Nothing
- * is in flight any more (the engine calls this as the last act on a failed descriptor), so
- * BUSY is clear when a writer waiting for the abort reads STATUS. */
-static void enter_error_locked(struct emu_chan *ch, uint32_t code)
-{
-	atomic_store(&ch->inflight, 0);
-	set_status_locked(ch, MP_STATE_ERROR, code);
-	atomic_fetch_and(&ch->ctl, ~(EMU_CTL_RUN | EMU_CTL_ABORT));
-	emu_irq_raise(ch->dev, MP_IRQ_ERROR_BIT);
-	pthread_cond_broadcast(&ch->ack);
-}
-
-/* CONTROL.RESET with nothing in flight. */
-static void do_reset_locked(struct emu_chan *ch)
-{
-	atomic_store(&ch->head, 0);
-	atomic_store(&ch->tail, 0);
-	atomic_store(&ch->bytes, 0);
-	atomic_fetch_add(&ch->gen, 1);
-	set_status_locked(ch, MP_STATE_IDLE, 0);
-	atomic_fetch_and(&ch->ctl, ~(EMU_CTL_RUN | EMU_CTL_ABORT | EMU_CTL_RESET));
-	pthread_cond_broadcast(&ch->ack);
-}
-
-/* Leaves `req` to the engine thread and waits until it has been handled. */
-static void wait_engine_locked(struct emu_chan *ch, uint32_t req)
-{
-	pthread_cond_broadcast(&ch->wake);
-	ch->ack_waiters++;
-	while (atomic_load(&ch->ctl) & req)
-		pthread_cond_wait(&ch->ack, &ch->lock);
-	ch->ack_waiters--;
-}
-
-static void chan_reset(struct emu_chan *ch)
-{
-	pthread_mutex_lock(&ch->lock);
-	atomic_store(&ch->ctl, (atomic_load(&ch->ctl) & ~EMU_CTL_RUN) | EMU_CTL_RESET);
-	if (!atomic_load(&ch->inflight))
-		do_reset_locked(ch);
-	else
-		wait_engine_locked(ch, EMU_CTL_RESET);
-	pthread_mutex_unlock(&ch->lock);
-}
-
-static void chan_abort(struct emu_chan *ch)
-{
-	pthread_mutex_lock(&ch->lock);
-	if (chan_state(ch) != MP_STATE_ERROR) {     /* an ERROR channel keeps its code */
-		atomic_fetch_or(&ch->ctl, EMU_CTL_ABORT);
-		if (!atomic_load(&ch->inflight))
-			enter_error_locked(ch, MP_ERR_ABORTED);
-		else
-			wait_engine_locked(ch, EMU_CTL_ABORT);
-	}
-	pthread_mutex_unlock(&ch->lock);
-}
-
-void emu_chan_write_control(struct emu_chan *ch, uint32_t v)
-{
-	uint32_t st;
-
-	if (v & MP_CHREG_CONTROL_RESET_MASK) {
-		chan_reset(ch);
-		return;
-	}
-	if (v & MP_CHREG_CONTROL_ABORT_MASK) {
-		chan_abort(ch);
-		return;
-	}
-	pthread_mutex_lock(&ch->lock);
-	st = chan_state(ch);
-	if (v & MP_CHREG_CONTROL_RUN_MASK) {
-		if (st == MP_STATE_IDLE) {
-			atomic_store(&ch->run_ns, emu_now_ns());
-			set_status_locked(ch, MP_STATE_RUNNING, 0);
-			atomic_fetch_or(&ch->ctl, EMU_CTL_RUN);
-			pthread_cond_broadcast(&ch->wake);
-		} else if (st == MP_STATE_RUNNING) {
-			atomic_fetch_or(&ch->ctl, EMU_CTL_RUN);   /* cancels a pending halt */
-		}
-		/* ERROR: ignored until RESET */
-	} else {
-		atomic_fetch_and(&ch->ctl, ~EMU_CTL_RUN);
-		if (st == MP_STATE_RUNNING && !atomic_load(&ch->inflight))
-			set_status_locked(ch, MP_STATE_IDLE, 0);
-		/* else the engine goes IDLE when the descriptor in flight is done */
-	}
-	pthread_mutex_unlock(&ch->lock);
-}
-
-void emu_global_reset(struct emu_dev *d)
-{
-	struct emu_test *t = &d->test;
-	unsigned int i;
-
-	for (i = 0; i < MP_CH_COUNT; i++) {
-		struct emu_chan *ch = &d->ch[i];
-
-		chan_reset(ch);
-		pthread_mutex_lock(&ch->lock);
-		atomic_store(&ch->ring_lo, 0);
-		atomic_store(&ch->ring_hi, 0);
-		atomic_store(&ch->ring_size, 0);
-		atomic_store(&ch->timeout_us, 0);
-		if (i == MP_CH_C2H)   /* both channels are stopped: drop the loopback data */
-			atomic_store(&t->fifo.rpos, atomic_load(&t->fifo.wpos));
-		pthread_mutex_unlock(&ch->lock);
-	}
-	pthread_mutex_lock(&t->lock);
-	atomic_store(&t->control, 0);
-	atomic_store(&t->pg_seed, 0);
-	atomic_store(&t->pg_rate, 0);
-	atomic_store(&t->pg_state, (atomic_load(&t->pg_state) & ~0xffffffffull) + (1ull << 32));
-	t->src_gen++;
-	atomic_store(&t->ck_seed, 0);
-	t->ck_gen++;
-	atomic_store(&t->ck_words, 0);
-	atomic_store(&t->ck_errors, 0);
-	pthread_mutex_unlock(&t->lock);
-	emu_irq_reset(d);
-	atomic_store(&d->scratch, 0);
-}
-
 /* ================================================================== engine: waiting */
 
 static inline uint32_t pending_req(struct emu_chan *ch)
@@ -528,7 +233,7 @@ static bool pace_until(struct emu_chan *ch, double t)
 			return false;
 		if (until - now > SLEEP_MIN_NS) {
 			pthread_mutex_lock(&ch->lock);
-			atomic_store(&ch->waiting, WAIT_REQ);
+			atomic_store(&ch->waiting, EMU_WAIT_REQ);
 			if (!pending_req(ch))
 				sleep_locked(ch, until - SLEEP_EARLY_NS);
 			atomic_store(&ch->waiting, 0);
@@ -548,9 +253,9 @@ static bool wait_ready(struct emu_chan *ch, enum wait_for what)
 
 	switch (what) {
 	case WAIT_FIFO_DATA:
-		return fifo_avail(f) != 0;
+		return emu_fifo_avail(f) != 0;
 	case WAIT_FIFO_SPACE:
-		return fifo_space(f) != 0;
+		return emu_fifo_space(f) != 0;
 	default:
 		return false;
 	}
@@ -582,7 +287,7 @@ static enum wait_result wait_for(struct emu_chan *ch, enum wait_for what, bool t
 		if (deadline && now >= deadline)
 			return WAIT_TIMEOUT;
 		pthread_mutex_lock(&ch->lock);
-		atomic_store(&ch->waiting, WAIT_ANY);
+		atomic_store(&ch->waiting, EMU_WAIT_ANY);
 		if (!pending_req(ch) && !wait_ready(ch, what))
 			sleep_locked(ch, deadline);
 		atomic_store(&ch->waiting, 0);
@@ -600,7 +305,7 @@ static bool has_work(struct emu_chan *ch)
 		return true;
 	if (c & EMU_CTL_RUN)
 		return atomic_load(&ch->tail) != atomic_load_explicit(&ch->head, memory_order_relaxed);
-	return chan_state(ch) == MP_STATE_RUNNING;
+	return emu_chan_state(ch) == MP_STATE_RUNNING;
 }
 
 static void idle_wait(struct emu_chan *ch)
@@ -619,7 +324,7 @@ static void idle_wait(struct emu_chan *ch)
 		} while (emu_now_ns() - t0 < spin);
 	}
 	pthread_mutex_lock(&ch->lock);
-	atomic_store(&ch->waiting, WAIT_ANY);
+	atomic_store(&ch->waiting, EMU_WAIT_ANY);
 	if (!has_work(ch))
 		pthread_cond_wait(&ch->wake, &ch->lock);
 	atomic_store(&ch->waiting, 0);
@@ -664,7 +369,7 @@ static void fail(struct emu_chan *ch, uint32_t code, bool record, uint64_t slot,
 		write_record(ch, slot, bytes, error_status(code));
 	mmu_drop(ch);
 	pthread_mutex_lock(&ch->lock);
-	enter_error_locked(ch, code);
+	emu_chan_error_locked(ch, code);
 	pthread_mutex_unlock(&ch->lock);
 }
 
@@ -689,9 +394,9 @@ static bool complete(struct emu_chan *ch, uint32_t idx, uint64_t slot, uint32_t 
 		mmu_drop(ch);
 		pthread_mutex_lock(&ch->lock);
 		atomic_fetch_and(&ch->ctl, ~EMU_CTL_RUN);
-		if (chan_state(ch) == MP_STATE_RUNNING) {
+		if (emu_chan_state(ch) == MP_STATE_RUNNING) {
 			atomic_store(&ch->inflight, 0);   /* IDLE and not BUSY together */
-			set_status_locked(ch, MP_STATE_IDLE, 0);
+			emu_chan_set_status_locked(ch, MP_STATE_IDLE, 0);
 		}
 		pthread_mutex_unlock(&ch->lock);
 	}
@@ -957,7 +662,7 @@ static void move_c2h(struct emu_chan *ch, struct xdesc *x)
 			x->intr = true;
 			return;
 		}
-		want = min64(want, fifo_avail(f));
+		want = min64(want, emu_fifo_avail(f));
 		t0 = piece_start(ch, 0);
 		/* the engine moves whole 32-bit words: a mapping ending inside one faults there */
 		n = xlat(ch, &ch->win->data, x->addr + x->done, want, EMU_ACC_WRITE, &host, NULL) &
@@ -972,7 +677,7 @@ static void move_c2h(struct emu_chan *ch, struct xdesc *x)
 		pool_sync(ch, EMU_SEG_COPY, host + first, f->buf, n - first);
 		atomic_fetch_add(&f->rpos, n);
 		mmu_drop(ch);
-		kick(&d->ch[MP_CH_H2C]);
+		emu_chan_kick(&d->ch[MP_CH_H2C]);
 		x->progress = 0;
 		if (!pace(ch, x, x->done, x->done + n, t0)) {
 			x->done += (uint32_t)n;
@@ -1017,7 +722,7 @@ static void move_h2c(struct emu_chan *ch, struct xdesc *x)
 			x->intr = true;
 			return;
 		}
-		want = min64(want, fifo_space(f));
+		want = min64(want, emu_fifo_space(f));
 		t0 = piece_start(ch, 0);
 		n = xlat(ch, &ch->win->data, x->addr + x->done, want, EMU_ACC_READ, &host, NULL) &
 		    ~(uint64_t)(MP_ENGINE_GRANULE - 1);
@@ -1031,7 +736,7 @@ static void move_h2c(struct emu_chan *ch, struct xdesc *x)
 		pool_sync(ch, EMU_SEG_COPY, f->buf, host + first, n - first);
 		atomic_fetch_add(&f->wpos, n);
 		mmu_drop(ch);
-		kick(&d->ch[MP_CH_C2H]);
+		emu_chan_kick(&d->ch[MP_CH_C2H]);
 		x->progress = 0;
 		if (!pace(ch, x, x->done, x->done + n, t0)) {
 			x->done += (uint32_t)n;
@@ -1061,7 +766,7 @@ static void run_serial(struct emu_chan *ch, struct xdesc *x)
 		    EMU_CTL_ABORT) {
 			write_record(ch, x->slot, x->done, error_status(MP_ERR_ABORTED));
 			mmu_drop(ch);
-			enter_error_locked(ch, MP_ERR_ABORTED);
+			emu_chan_error_locked(ch, MP_ERR_ABORTED);
 		}
 		pthread_mutex_unlock(&ch->lock);
 		return;
@@ -1086,12 +791,22 @@ static inline unsigned int entry_at(const struct emu_win *w, unsigned int k)
 	return (w->first + k) % WIN_MAX;
 }
 
+/* Publishes the segments pushed so far: the workers may take them. */
+static void flush(struct emu_chan *ch, struct emu_win *w)
+{
+	if (w->unpub) {
+		w->unpub = 0;
+		emu_pool_publish(ch->dev, ch->idx);
+	}
+}
+
 /* Waits until every segment the channel dispatched has finished. */
 static void drain(struct emu_chan *ch)
 {
 	struct emu_win *w = ch->win;
 	unsigned int k;
 
+	flush(ch, w);
 	for (k = 0; k < w->count; k++)
 		emu_pool_wait(ch->dev, ch->idx, &w->done[entry_at(w, k)]);
 }
@@ -1147,6 +862,7 @@ static void move_piece(struct emu_chan *ch, struct emu_win *w, unsigned int k,
 	}
 	atomic_store_explicit(&done->bad, 0, memory_order_relaxed);
 	atomic_store_explicit(&done->pending, segs, memory_order_relaxed);
+	w->unpub += n;
 }
 
 /* Dispatches the next piece of w->x into a new window entry. */
@@ -1262,7 +978,6 @@ out:
 		if (e->err)
 			w->barrier = true;   /* nothing behind a failing descriptor */
 	}
-	emu_pool_publish(d, ch->idx);
 }
 
 /* The checker counts a retired piece, unless CHECK_SEED was written since its dispatch. */
@@ -1438,6 +1153,7 @@ static void wait_window(struct emu_chan *ch, struct emu_win *w, uint32_t c)
 	uint64_t until = (uint64_t)oldest(w)->end_ns, now;
 	bool more = window_room(ch, w) && !w->cur && !w->barrier && (c & EMU_CTL_RUN);
 
+	flush(ch, w);
 	if (atomic_load_explicit(&done->pending, memory_order_acquire)) {
 		emu_pool_wait(ch->dev, ch->idx, done);
 		return;
@@ -1451,7 +1167,7 @@ static void wait_window(struct emu_chan *ch, struct emu_win *w, uint32_t c)
 		if (until - now > SLEEP_MIN_NS) {
 			mmu_drop(ch);
 			pthread_mutex_lock(&ch->lock);
-			atomic_store(&ch->waiting, more ? WAIT_ANY : WAIT_REQ);
+			atomic_store(&ch->waiting, more ? EMU_WAIT_ANY : EMU_WAIT_REQ);
 			if (!pending_req(ch) && !(more && may_fetch(ch, w, c)))
 				sleep_locked(ch, until - SLEEP_EARLY_NS);
 			atomic_store(&ch->waiting, 0);
@@ -1464,7 +1180,8 @@ static void wait_window(struct emu_chan *ch, struct emu_win *w, uint32_t c)
 }
 
 /* One step with work in the window: retire the oldest entry if it is ready, else dispatch
- * more, else wait for the oldest. */
+ * more, else wait for the oldest. Segments are published when 64 KiB have gathered or the
+ * engine turns to something else (fewer hand-offs: workers poll the queues). */
 static void window_step(struct emu_chan *ch, struct emu_win *w, uint32_t c)
 {
 	struct went *e;
@@ -1476,6 +1193,7 @@ static void window_step(struct emu_chan *ch, struct emu_win *w, uint32_t c)
 		/* (the clock is read only when the last reading does not show it done yet) */
 		if (!atomic_load_explicit(&w->done[w->first].pending, memory_order_acquire) &&
 		    (e->end_ns <= (double)w->now || e->end_ns <= (double)(w->now = emu_now_ns()))) {
+			flush(ch, w);
 			retire(ch, w);
 			return;
 		}
@@ -1485,6 +1203,9 @@ static void window_step(struct emu_chan *ch, struct emu_win *w, uint32_t c)
 			dispatch_piece(ch, w);
 		else
 			read_ahead(ch, w);
+		if (w->unpub >= PUBLISH_BYTES ||
+		    !(window_room(ch, w) && (w->cur || may_fetch(ch, w, c))))
+			flush(ch, w);
 		return;
 	}
 	if (w->count)
@@ -1504,7 +1225,7 @@ static void interrupt_window(struct emu_chan *ch, struct emu_win *w)
 	    EMU_CTL_ABORT) {
 		write_record(ch, slot, bytes, error_status(MP_ERR_ABORTED));
 		mmu_drop(ch);
-		enter_error_locked(ch, MP_ERR_ABORTED);
+		emu_chan_error_locked(ch, MP_ERR_ABORTED);
 	}
 	pthread_mutex_unlock(&ch->lock);
 }
@@ -1521,10 +1242,10 @@ static bool handle_requests(struct emu_chan *ch)
 		atomic_fetch_and(&ch->ctl, ~(EMU_CTL_ABORT | EMU_CTL_RESET));
 		quit = true;
 	} else if (c & EMU_CTL_RESET) {
-		do_reset_locked(ch);
+		emu_chan_reset_locked(ch);
 	} else if (c & EMU_CTL_ABORT) {
-		if (chan_state(ch) != MP_STATE_ERROR)
-			enter_error_locked(ch, MP_ERR_ABORTED);
+		if (emu_chan_state(ch) != MP_STATE_ERROR)
+			emu_chan_error_locked(ch, MP_ERR_ABORTED);
 		else
 			atomic_fetch_and(&ch->ctl, ~EMU_CTL_ABORT);
 	}
@@ -1560,12 +1281,12 @@ static void *chan_main(void *arg)
 		if (!(c & EMU_CTL_RUN)) {
 			mmu_drop(ch);
 			atomic_store(&ch->inflight, 0);
-			if (chan_state(ch) == MP_STATE_RUNNING) {
+			if (emu_chan_state(ch) == MP_STATE_RUNNING) {
 				/* halted: RUN = 0 arrived while descriptors were in flight */
 				pthread_mutex_lock(&ch->lock);
 				if (!(atomic_load(&ch->ctl) & EMU_CTL_RUN) &&
-				    chan_state(ch) == MP_STATE_RUNNING)
-					set_status_locked(ch, MP_STATE_IDLE, 0);
+				    emu_chan_state(ch) == MP_STATE_RUNNING)
+					emu_chan_set_status_locked(ch, MP_STATE_IDLE, 0);
 				pthread_mutex_unlock(&ch->lock);
 				continue;
 			}
