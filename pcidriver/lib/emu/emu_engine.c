@@ -1144,8 +1144,9 @@ static void start_head(struct emu_chan *ch, struct emu_win *w, uint32_t head, ui
 
 /*
  * The oldest entry is not ready: wait for its data (helping the pool), or for the link model,
- * returning early for a request or when a new doorbell gives read-ahead work. Long waits sleep
- * (after the data in flight has finished, the IOMMU reader lock dropped); short ones spin.
+ * moving the data of later pieces meanwhile, returning early for a request or when a new
+ * doorbell gives read-ahead work. Long waits sleep (after the data in flight has finished, the
+ * IOMMU reader lock dropped); short ones spin.
  */
 static void wait_window(struct emu_chan *ch, struct emu_win *w, uint32_t c)
 {
@@ -1164,6 +1165,8 @@ static void wait_window(struct emu_chan *ch, struct emu_win *w, uint32_t c)
 			return;
 		if (atomic_load_explicit(&ch->dev->mmu.writers, memory_order_relaxed))
 			mmu_drop(ch);
+		else if (ch->mmu_held && emu_pool_help(ch->dev, ch->idx))
+			continue;   /* rather than spin, move the data of later pieces */
 		if (until - now > SLEEP_MIN_NS) {
 			mmu_drop(ch);
 			pthread_mutex_lock(&ch->lock);

@@ -14,8 +14,10 @@
  * segments of its own queue itself (with workers=0 it moves all data that way).
  *
  * No busy core while idle: a worker without work spins WORKER_SPIN_NS, then sleeps on `work`.
- * Publishing wakes one sleeper at most (`waking`); a woken worker that sees more work wakes
- * the next one. An engine waiting for segments that workers have claimed spins a while, then
+ * Publishing wakes one sleeper at most (`waking`), and only for a backlog of WAKE_BACKLOG
+ * segments: a lone segment is moved by the engine itself, which would otherwise only wait for
+ * the link model (so on a link the engine keeps up with alone, the workers go to sleep); a
+ * woken worker that still sees a backlog wakes the next one. An engine waiting for segments that workers have claimed spins a while, then
  * sleeps on `done`. Both use the usual pattern: the sleeper announces itself (sleepers,
  * done_waiters) and re-checks under the pool lock; the other side changes the state and then
  * reads the announcement (all sequentially consistent).
@@ -37,6 +39,7 @@
 #define WAIT_SPIN_NS 100000u     /* an engine spins this long for claimed segments */
 #define CLAIM_BYTES (64u << 10)  /* a worker claims consecutive segments up to this much */
 #define CLAIM_SEGS 16u
+#define WAKE_BACKLOG 2u          /* a sleeping worker is woken for this many unclaimed segments */
 
 /* ================================================================== copy kernels */
 
@@ -313,14 +316,20 @@ unsigned int emu_pool_room(struct emu_dev *d, unsigned int ch)
 	return EMU_QSEGS - (unsigned int)(q->pushed - q->free);
 }
 
-static bool work_available(struct emu_pool *pool)
+/* Segments published and not claimed yet, in both queues. */
+static uint64_t backlog(struct emu_pool *pool)
 {
+	uint64_t n = 0;
 	unsigned int i;
 
 	for (i = 0; i < MP_CH_COUNT; i++)
-		if (atomic_load(&pool->q[i].claim) != atomic_load(&pool->q[i].pub))
-			return true;
-	return false;
+		n += atomic_load(&pool->q[i].pub) - atomic_load(&pool->q[i].claim);
+	return n;
+}
+
+static bool work_available(struct emu_pool *pool)
+{
+	return backlog(pool) != 0;
 }
 
 void emu_pool_publish(struct emu_dev *d, unsigned int ch)
@@ -331,7 +340,10 @@ void emu_pool_publish(struct emu_dev *d, unsigned int ch)
 	if (atomic_load_explicit(&q->pub, memory_order_relaxed) == q->pushed)
 		return;
 	atomic_store(&q->pub, q->pushed);   /* seq_cst: release, and ordered before `sleepers` */
-	if (atomic_load(&pool->sleepers) && !atomic_exchange(&pool->waking, 1)) {
+	/* a single segment the engine moves itself while it waits for the link anyway: wake a
+	 * worker only for a backlog (awake workers take anything at once) */
+	if (atomic_load(&pool->sleepers) && backlog(pool) >= WAKE_BACKLOG &&
+	    !atomic_exchange(&pool->waking, 1)) {
 		pthread_mutex_lock(&pool->lock);
 		/* sleepers counted under the lock are in cond_wait: one of them wakes and clears
 		 * `waking`; if they have all left meanwhile, nobody would */
@@ -484,7 +496,7 @@ static void *worker_main(void *arg)
 		atomic_fetch_sub(&pool->sleepers, 1);
 		atomic_store(&pool->waking, 0);
 		/* more work than this worker takes at once: wake the next one */
-		if (atomic_load(&pool->sleepers) && work_available(pool) &&
+		if (atomic_load(&pool->sleepers) && backlog(pool) >= WAKE_BACKLOG &&
 		    !atomic_exchange(&pool->waking, 1))
 			pthread_cond_signal(&pool->work);
 		pthread_mutex_unlock(&pool->lock);
