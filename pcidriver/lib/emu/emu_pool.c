@@ -17,10 +17,12 @@
  * Publishing wakes one sleeper at most (`waking`), and only for a backlog of WAKE_BACKLOG
  * segments: a lone segment is moved by the engine itself, which would otherwise only wait for
  * the link model (so on a link the engine keeps up with alone, the workers go to sleep); a
- * woken worker that still sees a backlog wakes the next one. An engine waiting for segments that workers have claimed spins a while, then
- * sleeps on `done`. Both use the usual pattern: the sleeper announces itself (sleepers,
- * done_waiters) and re-checks under the pool lock; the other side changes the state and then
- * reads the announcement (all sequentially consistent).
+ * woken worker that still sees a backlog wakes the next one. An engine waiting for segments
+ * that workers have claimed spins a while, then sleeps on `done`. Both use the usual pattern:
+ * the sleeper announces itself (sleepers, done_waiters) and re-checks under the pool lock; the
+ * other side changes the state and then reads the announcement (all sequentially consistent).
+ * Progress never depends on a worker: the engine that owns a segment claims it itself when it
+ * waits for it.
  *
  * Host memory safety: workers take no IOMMU lock. The engine that dispatched a segment holds
  * its IOMMU reader lock until the segment has finished (emu_engine.c), so an unmap waits for it.
