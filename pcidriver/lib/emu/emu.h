@@ -386,6 +386,10 @@ void emu_reg_write(void *ctx, uint64_t off, uint32_t val);
 void emu_irq_init(struct emu_irq *irq, uint32_t vectors, int64_t drop);
 void emu_irq_destroy(struct emu_irq *irq);
 void emu_irq_raise(struct emu_dev *d, uint32_t bit);
+/* emu_irq_raise with *reg = val stored between setting the IRQ_STATUS bit and sending the
+ * MSI: whoever reads the new register value finds the bit set, and a handler woken by the
+ * MSI reads the new value. */
+void emu_irq_raise_status(struct emu_dev *d, uint32_t bit, atomic_uint *reg, uint32_t val);
 void emu_irq_reset(struct emu_dev *d);
 int emu_irq_wait(struct emu_dev *d, unsigned int vec, uint32_t timeout_ms);
 int emu_irq_clear(struct emu_dev *d, unsigned int vec);

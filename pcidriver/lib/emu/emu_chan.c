@@ -184,9 +184,10 @@ void emu_chan_set_status_locked(struct emu_chan *ch, uint32_t state, uint32_t co
 void emu_chan_error_locked(struct emu_chan *ch, uint32_t code)
 {
 	atomic_store(&ch->inflight, 0);
-	emu_chan_set_status_locked(ch, MP_STATE_ERROR, code);
+	/* STATE = ERROR together with IRQ_STATUS.ERROR: software that sees one sees the other */
+	emu_irq_raise_status(ch->dev, MP_IRQ_ERROR_BIT, &ch->status,
+			     MP_STATE_ERROR | (code << MP_CHREG_STATUS_ERROR_CODE_SHIFT));
 	atomic_fetch_and(&ch->ctl, ~(EMU_CTL_RUN | EMU_CTL_ABORT));
-	emu_irq_raise(ch->dev, MP_IRQ_ERROR_BIT);
 	pthread_cond_broadcast(&ch->ack);
 }
 

@@ -240,11 +240,18 @@ static void send_locked(struct emu_irq *irq, uint32_t bit)
 
 void emu_irq_raise(struct emu_dev *d, uint32_t bit)
 {
+	emu_irq_raise_status(d, bit, NULL, 0);
+}
+
+void emu_irq_raise_status(struct emu_dev *d, uint32_t bit, atomic_uint *reg, uint32_t val)
+{
 	struct emu_irq *irq = &d->irq;
 	uint32_t m = 1u << bit, old;
 
 	pthread_mutex_lock(&irq->lock);
 	old = atomic_fetch_or_explicit(&irq->status, m, memory_order_release);
+	if (reg)
+		atomic_store_explicit(reg, val, memory_order_release);
 	if (!(old & m) && (atomic_load_explicit(&irq->enable, memory_order_relaxed) & m))
 		send_locked(irq, bit);
 	pthread_mutex_unlock(&irq->lock);
