@@ -1215,8 +1215,18 @@ static void window_step(struct emu_chan *ch, struct emu_win *w, uint32_t c)
 		wait_window(ch, w, c);
 }
 
-/* A request (ABORT, RESET, close) with work in the window: ABORT writes the record of the
- * descriptor at HEAD with the bytes moved and enters ERROR; RESET and close forget it. */
+static bool abort_only(struct emu_chan *ch)
+{
+	return (atomic_load(&ch->ctl) & (EMU_CTL_ABORT | EMU_CTL_RESET | EMU_CTL_QUIT)) ==
+	       EMU_CTL_ABORT;
+}
+
+/*
+ * A request (ABORT, RESET, close) with work in the window. ABORT ends the descriptor at HEAD
+ * (the oldest one started and not completed) with a record that says ABORTED and the bytes of
+ * its pieces dispatched, and enters ERROR; RESET and close forget it. Either way the
+ * descriptors read ahead behind HEAD are forgotten (end_window).
+ */
 static void interrupt_window(struct emu_chan *ch, struct emu_win *w)
 {
 	uint64_t slot;
@@ -1224,8 +1234,7 @@ static void interrupt_window(struct emu_chan *ch, struct emu_win *w)
 
 	mmu_drop(ch);
 	pthread_mutex_lock(&ch->lock);
-	if ((atomic_load(&ch->ctl) & (EMU_CTL_ABORT | EMU_CTL_RESET | EMU_CTL_QUIT)) ==
-	    EMU_CTL_ABORT) {
+	if (abort_only(ch)) {
 		write_record(ch, slot, bytes, error_status(MP_ERR_ABORTED));
 		mmu_drop(ch);
 		emu_chan_error_locked(ch, MP_ERR_ABORTED);
