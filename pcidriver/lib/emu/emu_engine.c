@@ -38,10 +38,10 @@
  * outside the engine (loopback FIFO, a source without data, an injected stall) are not read
  * ahead: they are started only with an empty window, at HEAD, and run the serial path (one
  * piece at a time, the engine waiting with timeouts), as are fetch and ring errors.
- * A request (ABORT, RESET, close) ends the window: the data in flight finishes, the pieces of
- * the descriptor at HEAD count as moved, the descriptors read ahead are forgotten (their data
+ * A request (ABORT, RESET, close) ends the window: the data in flight finishes, the pieces not
+ * completed yet - of the descriptor at HEAD and of those read ahead - are forgotten (their data
  * may have been written, as posted writes would be; no record, no BYTES, and the sources go
- * back to where those descriptors began). RUN = 0 stops the read-ahead; the descriptors
+ * back to where they began); ABORT reports HEAD's completed pieces in its record. RUN = 0 stops the read-ahead; the descriptors
  * already started complete.
  *
  * The register side of all this (what a write of CONTROL or TAIL does when nothing is in
@@ -1010,12 +1010,12 @@ static struct went pop(struct emu_chan *ch, struct emu_win *w)
 }
 
 /*
- * Ends the window early (a request, or a failure): lets the data in flight finish, keeps the
- * pieces of the descriptor at HEAD when keep_head (they count as moved, like a piece that
- * was copied before the request came) and forgets the rest: no records, no BYTES, and the
- * C2H source, the checker's position and the fault counters go back to where the first
- * forgotten descriptor began. Returns the bytes of HEAD's descriptor moved (*slot: its ring
- * slot), the window is then empty.
+ * Ends the window early (a request, or a failure): lets the data in flight finish and forgets
+ * every piece not retired yet - their data may have been written, as posted writes would be,
+ * but they write no record and count no BYTES, and the C2H source, the checker's position,
+ * the fault counters and the link cursor go back to where the first of them began. With
+ * keep_head the descriptor at HEAD stays started (it gets the ABORT record): returns the bytes
+ * of its pieces retired before, its ring slot in *slot. The window is then empty.
  */
 static uint32_t end_window(struct emu_chan *ch, struct emu_win *w, bool keep_head,
 			   uint64_t *slot)
@@ -1023,20 +1023,22 @@ static uint32_t end_window(struct emu_chan *ch, struct emu_win *w, bool keep_hea
 	struct emu_dev *d = ch->dev;
 	uint32_t head_idx, bytes;
 	struct went *e;
+	bool head;
 
 	drain(ch);
 	*slot = w->count ? oldest(w)->slot : w->x.slot;
 	head_idx = w->count ? oldest(w)->idx : w->x.idx;
-	while (keep_head && w->count && oldest(w)->idx == head_idx)
-		pop(ch, w);
-	if (w->count) {   /* the first forgotten piece starts a descriptor */
+	if (w->count) {
 		e = oldest(w);
 		if (ch->idx == MP_CH_C2H)
 			restore_pos(&d->test, &e->pos);
-		ch->seq = e->seq;
-		for (; w->count; w->count--, w->first = (w->first + 1) % WIN_MAX)
-			if (w->e[w->first].fired)
+		/* descriptors started after HEAD are forgotten; HEAD keeps its number */
+		ch->seq = keep_head && e->idx == head_idx ? e->seq + 1 : e->seq;
+		for (; w->count; w->count--, w->first = (w->first + 1) % WIN_MAX) {
+			head = keep_head && w->e[w->first].idx == head_idx;
+			if (w->e[w->first].fired && !head)
 				ch->buserr_fired = false;
+		}
 		if (ch->cursor_ns > (double)emu_now_ns())
 			ch->cursor_ns = (double)emu_now_ns();   /* their link time is not spent */
 	} else if (w->cur && w->x.idx != head_idx) {
@@ -1224,8 +1226,9 @@ static bool abort_only(struct emu_chan *ch)
 /*
  * A request (ABORT, RESET, close) with work in the window. ABORT ends the descriptor at HEAD
  * (the oldest one started and not completed) with a record that says ABORTED and the bytes of
- * its pieces dispatched, and enters ERROR; RESET and close forget it. Either way the
- * descriptors read ahead behind HEAD are forgotten (end_window).
+ * its pieces completed (retired) so far, and enters ERROR; RESET and close forget it. Either
+ * way the pieces not retired yet and the descriptors read ahead behind HEAD are forgotten
+ * (end_window): a descriptor that software re-queues after the recovery gets the same data.
  */
 static void interrupt_window(struct emu_chan *ch, struct emu_win *w)
 {
