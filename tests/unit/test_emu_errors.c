@@ -640,12 +640,26 @@ START_TEST(test_global_reset_recovers)
 	for (unsigned int ch = 0; ch < MP_CH_COUNT; ch++) {
 		ck_assert_uint_eq(crd(&b, ch, MP_CHREG_STATUS), MP_STATE_IDLE);
 		ck_assert_uint_eq(crd(&b, ch, MP_CHREG_HEAD), 0);
-		ck_assert_uint_eq(crd(&b, ch, MP_CHREG_RING_SIZE), 0);
+		ck_assert_uint_eq(crd(&b, ch, MP_CHREG_TAIL), 0);
+		/* the ring configuration is kept, like a channel RESET */
+		ck_assert_uint_eq(crd(&b, ch, MP_CHREG_RING_SIZE), 8);
 	}
+	ck_assert_uint_eq(crd(&b, MP_CH_C2H, MP_CHREG_RING_BASE_LO), (uint32_t)rc.bus);
 	ck_assert_uint_eq(rd(&b, MP_REG_IRQ_STATUS), 0);
 	ck_assert_uint_eq(rd(&b, MP_REG_TEST_CONTROL), 0);
-	/* set up again from scratch */
-	ering_init(&b, &rc, MP_CH_C2H, 8);
+	/* TEST_CONTROL may change in ERROR (neither RUNNING nor BUSY) */
+	memset(rc.mem, 0, 8 * MP_ENGINE_DESC_SIZE);
+	rc.tail = 0;
+	ering_put(&b, &rc, 0x10, 4, 0);
+	set_test(&b, MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER);
+	run(&b, MP_CH_C2H);
+	ck_assert_uint_eq(wait_state(&b, MP_CH_C2H, MP_STATE_ERROR, EMU_WAIT_MS), err_status(MP_ERR_BUS_ERROR));
+	set_test(&b, MP_C2H_SOURCE_LOOPBACK, MP_H2C_SINK_USER);
+	ck_assert_uint_eq(rd(&b, MP_REG_TEST_CONTROL), MP_C2H_SOURCE_LOOPBACK);
+	cwr(&b, MP_CH_C2H, MP_CHREG_CONTROL, MP_CHREG_CONTROL_RESET_MASK);
+	/* run again without reprogramming the ring: slot 0 again */
+	memset(rc.mem, 0, 8 * MP_ENGINE_DESC_SIZE);
+	rc.tail = 0;
 	set_test(&b, MP_C2H_SOURCE_PATTERN, 0);
 	run(&b, MP_CH_C2H);
 	ering_put(&b, &rc, pd_kmem_bus_addr(km), 4096, 0);

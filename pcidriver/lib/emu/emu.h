@@ -375,9 +375,28 @@ struct emu_dev {
 void emu_cfg_init(struct emu_dev *d);
 int emu_cfg_read(struct emu_dev *d, uint32_t off, void *buf, size_t len);
 int emu_cfg_write(struct emu_dev *d, uint32_t off, const void *buf, size_t len);
+/* The engine supports MPS up to 1024 and MRRS up to 2048 bytes and uses the smaller of that and
+ * what the host configured in the PCIe Device Control register (spec section 3). */
+#define EMU_MPS_CODE_MAX 3u
+#define EMU_MRRS_CODE_MAX 4u
+static inline uint32_t emu_mps_code(struct emu_dev *d)
+{
+	uint32_t c = atomic_load_explicit(&d->mps_code, memory_order_relaxed);
+
+	return c < EMU_MPS_CODE_MAX ? c : EMU_MPS_CODE_MAX;
+}
+
+static inline uint32_t emu_mrrs_code(struct emu_dev *d)
+{
+	uint32_t c = atomic_load_explicit(&d->mrrs_code, memory_order_relaxed);
+
+	return c < EMU_MRRS_CODE_MAX ? c : EMU_MRRS_CODE_MAX;
+}
+
+/* The max payload size in use by the engine. */
 static inline uint32_t emu_mps(struct emu_dev *d)
 {
-	return 128u << atomic_load_explicit(&d->mps_code, memory_order_relaxed);
+	return 128u << emu_mps_code(d);
 }
 
 /* emu_regs.c */

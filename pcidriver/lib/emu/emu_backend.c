@@ -72,7 +72,7 @@ static int emu_open(pd_device *dev, const char *name)
 	emu_link_init(&d->link, &d->cfg);
 	d->t0_ns = emu_now_ns();
 	for (i = 0; i < MP_CH_COUNT; i++) {
-		r = emu_link_rate(&d->link, i, d->cfg.mps);
+		r = emu_link_rate(&d->link, i, d->cfg.mps < 1024 ? d->cfg.mps : 1024);
 		if (r > rate)
 			rate = r;
 	}
@@ -153,7 +153,9 @@ static int emu_info(pd_device *dev, struct pd_info *info)
 	info->irq_mode = PD_IRQ_MSI;
 	info->irq_count = d->cfg.msi;
 	info->dma_mask_bits = 64;
-	info->max_payload = emu_mps(d);
+	/* what the host configured (Device Control), as the kernel backend reports it; the
+	 * engine uses at most its own limits (CAPS) */
+	info->max_payload = 128u << atomic_load(&d->mps_code);
 	info->max_read_request = 128u << atomic_load(&d->mrrs_code);
 	info->abi_version = 0;
 	if (d->cfg.bw_Bps > 0)

@@ -56,11 +56,12 @@ void emu_test_write(struct emu_dev *d, uint64_t off, uint32_t v)
 
 	switch (off) {
 	case MP_REG_TEST_CONTROL:
-		/* changed only while both channels are IDLE: other writes are ignored */
+		/* changed only while no channel is RUNNING or BUSY (spec section 7): other writes
+		 * are ignored, so that software which forgets to halt first fails in tests */
 		pthread_mutex_lock(&d->ch[MP_CH_C2H].lock);
 		pthread_mutex_lock(&d->ch[MP_CH_H2C].lock);
-		if (emu_chan_state(&d->ch[MP_CH_C2H]) == MP_STATE_IDLE &&
-		    emu_chan_state(&d->ch[MP_CH_H2C]) == MP_STATE_IDLE &&
+		if (emu_chan_state(&d->ch[MP_CH_C2H]) != MP_STATE_RUNNING &&
+		    emu_chan_state(&d->ch[MP_CH_H2C]) != MP_STATE_RUNNING &&
 		    !atomic_load(&d->ch[MP_CH_C2H].inflight) && !atomic_load(&d->ch[MP_CH_H2C].inflight))
 			atomic_store(&t->control, v & (MP_REG_TEST_CONTROL_C2H_SOURCE_MASK |
 						       MP_REG_TEST_CONTROL_H2C_SINK_MASK));
@@ -278,12 +279,9 @@ void emu_global_reset(struct emu_dev *d)
 	for (i = 0; i < MP_CH_COUNT; i++) {
 		struct emu_chan *ch = &d->ch[i];
 
+		/* a channel RESET; the ring configuration stays (spec section 5) */
 		chan_reset(ch);
 		pthread_mutex_lock(&ch->lock);
-		atomic_store(&ch->ring_lo, 0);
-		atomic_store(&ch->ring_hi, 0);
-		atomic_store(&ch->ring_size, 0);
-		atomic_store(&ch->timeout_us, 0);
 		if (i == MP_CH_C2H)   /* both channels are stopped: drop the loopback data */
 			atomic_store(&t->fifo.rpos, atomic_load(&t->fifo.wpos));
 		pthread_mutex_unlock(&ch->lock);

@@ -520,10 +520,14 @@ static void fetch_desc(struct emu_chan *ch, uint32_t idx, uint32_t tail, uint32_
 	tc = atomic_load(&d->test.control);   /* constant while a channel is busy */
 	if (ch->idx == MP_CH_C2H) {
 		x->src = (tc & MP_REG_TEST_CONTROL_C2H_SOURCE_MASK) >> MP_REG_TEST_CONTROL_C2H_SOURCE_SHIFT;
+		if (x->src == 3)   /* reserved: acts like 0 */
+			x->src = MP_C2H_SOURCE_USER;
 		if (x->src == MP_C2H_SOURCE_USER && d->cfg.user == EMU_USER_NONE)
 			x->src = 3;   /* no user logic: no data */
 	} else {
 		x->src = (tc & MP_REG_TEST_CONTROL_H2C_SINK_MASK) >> MP_REG_TEST_CONTROL_H2C_SINK_SHIFT;
+		if (x->src == 3)
+			x->src = MP_H2C_SINK_USER;
 	}
 }
 
@@ -1346,7 +1350,7 @@ static unsigned int auto_workers(const struct emu_dev *d)
 	if (ncpu < 1)
 		ncpu = 1;
 	for (ch = 0; ch < MP_CH_COUNT; ch++) {
-		r = emu_link_rate(&d->link, ch, d->cfg.mps);
+		r = emu_link_rate(&d->link, ch, emu_mps(d));
 		if (r > rate)
 			rate = r;
 	}

@@ -31,8 +31,8 @@ static uint32_t caps(struct emu_dev *d)
 	return (32u << MP_REG_CAPS_DATAPATH_BYTES_SHIFT) |
 	       (1u << MP_REG_CAPS_C2H_CHANNELS_SHIFT) |
 	       (1u << MP_REG_CAPS_H2C_CHANNELS_SHIFT) |
-	       (atomic_load_explicit(&d->mps_code, memory_order_relaxed) << MP_REG_CAPS_MPS_SHIFT) |
-	       (atomic_load_explicit(&d->mrrs_code, memory_order_relaxed) << MP_REG_CAPS_MRRS_SHIFT) |
+	       (emu_mps_code(d) << MP_REG_CAPS_MPS_SHIFT) |
+	       (emu_mrrs_code(d) << MP_REG_CAPS_MRRS_SHIFT) |
 	       MP_REG_CAPS_PATGEN_MASK | MP_REG_CAPS_CHECKER_MASK | MP_REG_CAPS_LOOPBACK_MASK |
 	       (d->cfg.msi << MP_REG_CAPS_MSI_VECTORS_SHIFT);
 }
