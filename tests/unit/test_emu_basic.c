@@ -328,6 +328,8 @@ static const struct { const char *name, *needle; } bad_names[] = {
 	{ "emu:bw=fast", "bw=fast" },
 	{ "emu:bw=100,link=gen1x1", "bw=" },
 	{ "emu:lat=5parsecs", "lat=5parsecs" },
+	{ "emu:piord=slow", "piord=slow" },
+	{ "emu:piowr=2s", "piowr=2s" },
 	{ "emu:lat=-1us", "lat=-1us" },
 	{ "emu:sg=chaos", "sg=chaos" },
 	{ "emu:workers=many", "workers=many" },

@@ -86,6 +86,8 @@ struct emu_config {
 	unsigned int ovh[MP_CH_COUNT];   /* TLP overhead bytes per direction (presets) */
 	double lat_ns;       /* per-descriptor latency */
 	double tlp_ns;       /* extra time per TLP */
+	double pio_rd_ns;    /* CPU cost of one 32-bit BAR2 read through the accessors */
+	double pio_wr_ns;    /* ... and of one write (posted) */
 	uint32_t mps, mrrs;  /* bytes */
 	uint32_t msi;        /* MSI vectors granted: 1, 2 or 4 */
 	uint32_t clock_mhz;
@@ -379,14 +381,14 @@ int emu_cfg_write(struct emu_dev *d, uint32_t off, const void *buf, size_t len);
  * what the host configured in the PCIe Device Control register (spec section 3). */
 #define EMU_MPS_CODE_MAX 3u
 #define EMU_MRRS_CODE_MAX 4u
-static inline uint32_t emu_mps_code(struct emu_dev *d)
+static inline uint32_t emu_mps_code(const struct emu_dev *d)
 {
 	uint32_t c = atomic_load_explicit(&d->mps_code, memory_order_relaxed);
 
 	return c < EMU_MPS_CODE_MAX ? c : EMU_MPS_CODE_MAX;
 }
 
-static inline uint32_t emu_mrrs_code(struct emu_dev *d)
+static inline uint32_t emu_mrrs_code(const struct emu_dev *d)
 {
 	uint32_t c = atomic_load_explicit(&d->mrrs_code, memory_order_relaxed);
 
@@ -394,7 +396,7 @@ static inline uint32_t emu_mrrs_code(struct emu_dev *d)
 }
 
 /* The max payload size in use by the engine. */
-static inline uint32_t emu_mps(struct emu_dev *d)
+static inline uint32_t emu_mps(const struct emu_dev *d)
 {
 	return 128u << emu_mps_code(d);
 }

@@ -185,6 +185,36 @@ static int emu_unmap_bar(pd_device *dev, unsigned int bar, void *addr, size_t si
 	return 0;   /* the on-board memory lives until pd_close */
 }
 
+/* The CPU stalls for the whole access on real hardware too, so waiting here is honest. */
+static void pio_wait(double ns)
+{
+	uint64_t end;
+
+	if (ns <= 0)
+		return;
+	end = emu_now_ns() + (uint64_t)ns;
+	while (emu_now_ns() < end)
+		emu_cpu_relax();
+}
+
+static uint32_t mem_bar_read(void *ctx, uint64_t off)
+{
+	struct emu_dev *d = ctx;
+	uint32_t v;
+
+	pio_wait(d->cfg.pio_rd_ns);
+	memcpy(&v, (const uint8_t *)d->mem + off, sizeof(v));
+	return v;
+}
+
+static void mem_bar_write(void *ctx, uint64_t off, uint32_t v)
+{
+	struct emu_dev *d = ctx;
+
+	pio_wait(d->cfg.pio_wr_ns);
+	memcpy((uint8_t *)d->mem + off, &v, sizeof(v));
+}
+
 static int emu_regs_get(pd_device *dev, unsigned int bar, struct pd_regs *regs)
 {
 	struct emu_dev *d = dev_of(dev);
@@ -198,8 +228,17 @@ static int emu_regs_get(pd_device *dev, unsigned int bar, struct pd_regs *regs)
 		return 0;
 	}
 	if (bar == EMU_MEM_BAR && d->mem) {
-		regs->mmio = d->mem;   /* plain memory: the inline accessors load and store */
 		regs->size = d->cfg.mem;
+		if (!d->cfg.pio_rd_ns && !d->cfg.pio_wr_ns) {
+			regs->mmio = d->mem;   /* plain memory: the inline accessors load and store */
+			return 0;
+		}
+		/* accessors that take as long as a CPU access over the link would (pd_map_bar
+		 * still gives the plain memory: those loads and stores are not timed) */
+		regs->mmio = NULL;
+		regs->ctx = d;
+		regs->read32 = mem_bar_read;
+		regs->write32 = mem_bar_write;
 		return 0;
 	}
 	return -EINVAL;

@@ -164,13 +164,13 @@ static int set_link(struct emu_config *c, const char *v)
 enum {
 	K_LINK, K_BW, K_LAT, K_TLP, K_MPS, K_MRRS, K_MSI, K_MEM, K_KMAX, K_IOVA, K_SEED, K_FIFO,
 	K_SPIN, K_SG, K_WORKERS, K_STALL, K_BUSERR, K_DROPIRQ, K_USER, K_CFGWR, K_CLOCK, K_MAXSEG,
-	K_WINDOW, K_NT, K_COUNT
+	K_WINDOW, K_NT, K_PIORD, K_PIOWR, K_COUNT
 };
 
 static const char *const keys[K_COUNT] = {
 	"link", "bw", "lat", "tlp", "mps", "mrrs", "msi", "mem", "kmax", "iova", "seed", "fifo",
 	"spin", "sg", "workers", "stall", "buserr", "dropirq", "user", "cfgwr", "clock", "maxseg",
-	"window", "nt",
+	"window", "nt", "piord", "piowr",
 };
 
 static void defaults(struct emu_config *c)
@@ -179,6 +179,10 @@ static void defaults(struct emu_config *c)
 	set_link(c, "gen3x8");
 	c->lat_ns = 1000;
 	c->tlp_ns = 0;
+	/* A CPU read of a BAR waits for the completion (1-2.5 us measured, SEEDS.md section 4;
+	 * MPRACE: 2.4 MB/s); an uncached posted write costs ~0.1-0.25 us (MPRACE: 30.5 MB/s). */
+	c->pio_rd_ns = 1000;
+	c->pio_wr_ns = 150;
 	c->mps = 256;
 	c->mrrs = 512;
 	c->msi = 4;
@@ -200,7 +204,7 @@ static void defaults(struct emu_config *c)
 
 /* One "key=value" item; returns 0 or -EINVAL after printing why. */
 static int parse_item(struct emu_config *c, const char *item, size_t len, unsigned int *seen,
-		      bool *lat_set, unsigned int *fault_seen)
+		      bool *lat_set, unsigned int *pio_set, unsigned int *fault_seen)
 {
 	char buf[256];
 	const char *v;
@@ -264,6 +268,8 @@ static int parse_item(struct emu_config *c, const char *item, size_t len, unsign
 		break;
 	case K_LAT:
 	case K_TLP:
+	case K_PIORD:
+	case K_PIOWR:
 		if (parse_time(v, &d) || d > 1e9) {
 			bad(item, len, "expected a time such as 800ns, 1.5us or 2ms (at most 1 s)");
 			return -EINVAL;
@@ -271,8 +277,14 @@ static int parse_item(struct emu_config *c, const char *item, size_t len, unsign
 		if (k == K_LAT) {
 			c->lat_ns = d;
 			*lat_set = true;
-		} else {
+		} else if (k == K_TLP) {
 			c->tlp_ns = d;
+		} else if (k == K_PIORD) {
+			c->pio_rd_ns = d;
+			*pio_set |= 1;
+		} else {
+			c->pio_wr_ns = d;
+			*pio_set |= 2;
 		}
 		break;
 	case K_MPS:
@@ -446,6 +458,7 @@ int emu_parse_options(const char *name, struct emu_config *c)
 	const char *p, *comma;
 	unsigned int seen = 0, fault_seen[2] = { 0, 0 };
 	bool lat_set = false;
+	unsigned int pio_set = 0;
 	int ret;
 
 	defaults(c);
@@ -458,7 +471,7 @@ int emu_parse_options(const char *name, struct emu_config *c)
 		comma = strchr(p, ',');
 		if (!comma)
 			comma = p + strlen(p);
-		ret = parse_item(c, p, (size_t)(comma - p), &seen, &lat_set, fault_seen);
+		ret = parse_item(c, p, (size_t)(comma - p), &seen, &lat_set, &pio_set, fault_seen);
 		if (ret)
 			return ret;
 		if (!*comma)
@@ -483,5 +496,10 @@ int emu_parse_options(const char *name, struct emu_config *c)
 	}
 	if (c->ideal && !lat_set)
 		c->lat_ns = 0;
+	/* ideal adds no delay anywhere unless asked */
+	if (c->ideal && !(pio_set & 1))
+		c->pio_rd_ns = 0;
+	if (c->ideal && !(pio_set & 2))
+		c->pio_wr_ns = 0;
 	return 0;
 }
