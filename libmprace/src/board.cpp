@@ -52,9 +52,14 @@ void haltChannels(detail::BoardState &s)
 	for (unsigned int c = 0; c < MP_CH_COUNT; c++)
 		s.wr(MP_CH_BASE(c) + MP_CHREG_CONTROL, 0);
 	auto until = detail::Clock::now() + std::chrono::seconds(1);
+	// TEST_CONTROL may only change while no channel is RUNNING or BUSY (spec section 7)
+	auto busy = [&](unsigned int c) {
+		std::uint32_t st = s.rd(MP_CH_BASE(c) + MP_CHREG_STATUS);
+		return MP_FIELD_GET(st, MP_CHREG_STATUS_STATE) == MP_STATE_RUNNING ||
+		       (st & MP_CHREG_STATUS_BUSY_MASK);
+	};
 	for (unsigned int c = 0; c < MP_CH_COUNT; c++) {
-		while (MP_FIELD_GET(s.rd(MP_CH_BASE(c) + MP_CHREG_STATUS), MP_CHREG_STATUS_STATE) ==
-		       MP_STATE_RUNNING) {
+		while (busy(c)) {
 			if (detail::Clock::now() > until)
 				throw Error(ETIMEDOUT, "mprace: channel did not halt to change TEST_CONTROL");
 			std::this_thread::sleep_for(std::chrono::microseconds(20));
