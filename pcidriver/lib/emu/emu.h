@@ -330,10 +330,12 @@ struct emu_pool {
 	pthread_t *threads;
 	bool inited;
 	_Alignas(EMU_CACHELINE) atomic_uint sleepers;  /* workers in (or going to) cond_wait */
-	atomic_uint waking;           /* a signalled worker has not run yet */
+	atomic_uint waking;           /* signals not taken up yet (changed under `lock`) */
 	atomic_uint done_waiters;     /* engines in (or going to) cond_wait on `done` */
 	atomic_bool quit;
+	_Alignas(EMU_CACHELINE) atomic_uint idle;      /* workers spinning for work */
 };
+
 struct emu_kmem_range {
 	struct emu_kmem_range *next;
 	uintptr_t start, end;
@@ -423,8 +425,11 @@ struct emu_seg *emu_pool_slot(struct emu_dev *d, unsigned int ch);  /* next free
 void emu_pool_push(struct emu_dev *d, unsigned int ch);              /* it is written */
 void emu_pool_publish(struct emu_dev *d, unsigned int ch);           /* workers may take them */
 unsigned int emu_pool_room(struct emu_dev *d, unsigned int ch);      /* free slots */
-bool emu_pool_help(struct emu_dev *d, unsigned int ch);   /* runs unclaimed segments */
-void emu_pool_wait(struct emu_dev *d, unsigned int ch, struct emu_done *done);
+/* Runs unclaimed segments: those below queue position `own` (that the caller waits for), later
+ * ones only while no worker is free to take them. False if it found none. */
+bool emu_pool_help(struct emu_dev *d, unsigned int ch, uint64_t own);
+/* Waits until `done` has no segments pending, those below `own` being its (helping). */
+void emu_pool_wait(struct emu_dev *d, unsigned int ch, struct emu_done *done, uint64_t own);
 /* Runs one segment on the calling thread; returns the mismatches (EMU_SEG_CHECK). */
 uint64_t emu_seg_run(unsigned int kind, uint8_t *dst, const uint8_t *src, uint64_t len,
 		     uint32_t w0);

@@ -72,6 +72,12 @@
 
 static inline uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
+/* The most segments one piece or serial job is split into (split_parts). */
+static inline unsigned int max_parts(const struct emu_dev *d)
+{
+	return 2 * (d->pool.started + 1u);
+}
+
 /* ================================================================== engine state */
 
 /* A translation cache: the last run found, valid while the IOMMU table is unchanged. */
@@ -569,6 +575,18 @@ static void start_desc(struct emu_chan *ch, struct xdesc *x)
 
 /* ================================================================== engine: serial path */
 
+/* The number of segments n bytes are handed to the pool in: parts of at least split_min,
+ * up to two per thread that copies (the workers and the engine), so that workers that start
+ * at different times (woken, or finishing other work) still share a large piece evenly. */
+static uint64_t split_parts(const struct emu_dev *d, uint64_t n)
+{
+	uint64_t p = n / d->split_min;
+
+	if (!d->pool.started || !p)
+		return 1;
+	return min64(p, max_parts(d));
+}
+
 /* Runs one job on the pool and waits for it (the window is empty): split into parts of at
  * least split_min across the workers when it is large, the engine working on it too. */
 static uint64_t pool_sync(struct emu_chan *ch, unsigned int kind, uint8_t *dst,
@@ -583,7 +601,7 @@ static uint64_t pool_sync(struct emu_chan *ch, unsigned int kind, uint8_t *dst,
 
 	if (!n)
 		return 0;
-	parts = d->pool.started ? min64(d->pool.started + 1u, n / d->split_min) : 1;
+	parts = split_parts(d, n);
 	if (parts <= 1)
 		return emu_seg_run(kind, dst, src, n, 0);
 	part = ((n + parts - 1) / parts + 63) & ~(uint64_t)63;
@@ -600,7 +618,7 @@ static uint64_t pool_sync(struct emu_chan *ch, unsigned int kind, uint8_t *dst,
 	}
 	atomic_store_explicit(&done->pending, k, memory_order_relaxed);
 	emu_pool_publish(d, ch->idx);
-	emu_pool_wait(d, ch->idx, done);
+	emu_pool_wait(d, ch->idx, done, q->pushed);
 	q->free = q->pushed;
 	return atomic_load_explicit(&done->bad, memory_order_relaxed);
 }
@@ -812,7 +830,8 @@ static void drain(struct emu_chan *ch)
 
 	flush(ch, w);
 	for (k = 0; k < w->count; k++)
-		emu_pool_wait(ch->dev, ch->idx, &w->done[entry_at(w, k)]);
+		emu_pool_wait(ch->dev, ch->idx, &w->done[entry_at(w, k)],
+			      w->e[entry_at(w, k)].seg_end);
 }
 
 static void save_pos(struct emu_test *t, struct src_pos *p)
@@ -852,7 +871,7 @@ static void move_piece(struct emu_chan *ch, struct emu_win *w, unsigned int k,
 				      memory_order_relaxed);
 		return;
 	}
-	parts = d->pool.started ? min64(d->pool.started + 1u, n / d->split_min) : 1;
+	parts = split_parts(d, n);
 	part = parts > 1 ? ((n + parts - 1) / parts + 63) & ~(uint64_t)63 : n;
 	for (off = 0; off < n; off += part, segs++) {
 		s = emu_pool_slot(d, ch->idx);
@@ -1086,7 +1105,7 @@ static bool window_room(struct emu_chan *ch, const struct emu_win *w)
 	struct emu_dev *d = ch->dev;
 
 	return w->count < w->max && (!w->count || w->bytes < d->win_bytes) &&
-	       emu_pool_room(d, ch->idx) > d->pool.started + 1u;
+	       emu_pool_room(d, ch->idx) >= max_parts(d);
 }
 
 /* A descriptor behind those in the window may be fetched. */
@@ -1162,7 +1181,7 @@ static void wait_window(struct emu_chan *ch, struct emu_win *w, uint32_t c)
 
 	flush(ch, w);
 	if (atomic_load_explicit(&done->pending, memory_order_acquire)) {
-		emu_pool_wait(ch->dev, ch->idx, done);
+		emu_pool_wait(ch->dev, ch->idx, done, oldest(w)->seg_end);
 		return;
 	}
 	for (;;) {
@@ -1171,7 +1190,7 @@ static void wait_window(struct emu_chan *ch, struct emu_win *w, uint32_t c)
 			return;
 		if (atomic_load_explicit(&ch->dev->mmu.writers, memory_order_relaxed))
 			mmu_drop(ch);
-		else if (ch->mmu_held && emu_pool_help(ch->dev, ch->idx))
+		else if (ch->mmu_held && emu_pool_help(ch->dev, ch->idx, 0))
 			continue;   /* rather than spin, move the data of later pieces */
 		if (until - now > SLEEP_MIN_NS) {
 			mmu_drop(ch);

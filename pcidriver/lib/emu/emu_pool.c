@@ -13,16 +13,22 @@
  * the completion record with release. An engine that waits for a group claims unclaimed
  * segments of its own queue itself (with workers=0 it moves all data that way).
  *
- * No busy core while idle: a worker without work spins WORKER_SPIN_NS, then sleeps on `work`.
- * Publishing wakes one sleeper at most (`waking`), and only for a backlog of WAKE_BACKLOG
- * segments: a lone segment is moved by the engine itself, which would otherwise only wait for
- * the link model (so on a link the engine keeps up with alone, the workers go to sleep); a
- * woken worker that still sees a backlog wakes the next one. An engine waiting for segments
- * that workers have claimed spins a while, then sleeps on `done`. Both use the usual pattern:
- * the sleeper announces itself (sleepers, done_waiters) and re-checks under the pool lock; the
- * other side changes the state and then reads the announcement (all sequentially consistent).
- * Progress never depends on a worker: the engine that owns a segment claims it itself when it
- * waits for it.
+ * No busy core while idle: a worker without work spins WORKER_SPIN_NS (counted in `idle`),
+ * then sleeps on `work`. A publish wakes sleepers in parallel, as many as the new segments
+ * make claims (runs of CLAIM_BYTES / CLAIM_SEGS) beyond what idle workers take at once, and
+ * none for a backlog below WAKE_BACKLOG segments: a lone segment is moved by the engine
+ * itself, which would otherwise only wait for the link model (so on a link the engine keeps up
+ * with alone, the workers go to sleep). Waking them one after the other instead (each woken
+ * worker waking the next) left most of them asleep for a large piece on many cores: a chain of
+ * wake-up latencies is longer than the piece. `waking` counts the signals not yet taken up
+ * (never more than the workers they woke: each return from cond_wait takes one), so that
+ * workers on their way are not signalled twice. An engine waiting for segments that workers
+ * have claimed spins a while, then sleeps on `done`. Both use the usual pattern: the sleeper
+ * announces itself (sleepers, done_waiters) and re-checks under the pool lock; the other side
+ * changes the state and then reads the announcement (all sequentially consistent). Progress
+ * never depends on a worker: the engine that owns a segment claims it itself when it waits for
+ * it. It claims later segments (of pieces it does not wait for yet) only while no worker is
+ * idle or on its way: its own time is better spent dispatching and completing.
  *
  * Host memory safety: workers take no IOMMU lock. The engine that dispatched a segment holds
  * its IOMMU reader lock until the segment has finished (emu_engine.c), so an unmap waits for it.
@@ -41,7 +47,7 @@
 #define WAIT_SPIN_NS 100000u     /* an engine spins this long for claimed segments */
 #define CLAIM_BYTES (64u << 10)  /* a worker claims consecutive segments up to this much */
 #define CLAIM_SEGS 16u
-#define WAKE_BACKLOG 2u          /* a sleeping worker is woken for this many unclaimed segments */
+#define WAKE_BACKLOG 2u          /* sleeping workers are woken for this many unclaimed segments */
 
 /* ================================================================== copy kernels */
 
@@ -334,47 +340,86 @@ static bool work_available(struct emu_pool *pool)
 	return backlog(pool) != 0;
 }
 
+/* Claims that segments from .. to - 1 of q make (runs as claim() takes them). */
+static unsigned int claims(struct emu_queue *q, uint64_t from, uint64_t to)
+{
+	unsigned int n = 0, segs = 0;
+	uint64_t bytes = 0;
+
+	for (; from < to; from++) {
+		if (!segs)
+			n++;
+		bytes += atomic_load_explicit(&q->seg[from & (EMU_QSEGS - 1)].len,
+					      memory_order_relaxed);
+		if (++segs == CLAIM_SEGS || bytes >= CLAIM_BYTES) {
+			segs = 0;
+			bytes = 0;
+		}
+	}
+	return n;
+}
+
+/* Wakes up to n sleeping workers at once (pool lock held). */
+static void wake_locked(struct emu_pool *pool, unsigned int n)
+{
+	unsigned int s = atomic_load(&pool->sleepers), w = atomic_load(&pool->waking);
+
+	if (s <= w)
+		return;
+	if (n >= s - w) {
+		n = s - w;
+		pthread_cond_broadcast(&pool->work);
+	} else {
+		for (unsigned int i = 0; i < n; i++)
+			pthread_cond_signal(&pool->work);
+	}
+	atomic_store(&pool->waking, w + n);
+}
+
 void emu_pool_publish(struct emu_dev *d, unsigned int ch)
 {
 	struct emu_pool *pool = &d->pool;
 	struct emu_queue *q = &pool->q[ch];
+	uint64_t from = atomic_load_explicit(&q->pub, memory_order_relaxed);
+	unsigned int n, idle;
 
-	if (atomic_load_explicit(&q->pub, memory_order_relaxed) == q->pushed)
+	if (from == q->pushed)
 		return;
 	atomic_store(&q->pub, q->pushed);   /* seq_cst: release, and ordered before `sleepers` */
-	/* a single segment the engine moves itself while it waits for the link anyway: wake a
-	 * worker only for a backlog (awake workers take anything at once) */
-	if (atomic_load(&pool->sleepers) && backlog(pool) >= WAKE_BACKLOG &&
-	    !atomic_exchange(&pool->waking, 1)) {
-		pthread_mutex_lock(&pool->lock);
-		/* sleepers counted under the lock are in cond_wait: one of them wakes and clears
-		 * `waking`; if they have all left meanwhile, nobody would */
-		if (atomic_load(&pool->sleepers))
-			pthread_cond_signal(&pool->work);
-		else
-			atomic_store(&pool->waking, 0);
-		pthread_mutex_unlock(&pool->lock);
-	}
+	/* a single segment the engine moves itself while it waits for the link anyway: wake
+	 * workers only for a backlog, as many as it makes claims beyond the idle ones */
+	if (atomic_load(&pool->sleepers) <= atomic_load(&pool->waking) ||
+	    backlog(pool) < WAKE_BACKLOG)
+		return;
+	n = claims(q, from, q->pushed);
+	idle = atomic_load(&pool->idle);
+	if (n <= idle)
+		return;
+	pthread_mutex_lock(&pool->lock);
+	wake_locked(pool, n - idle);
+	pthread_mutex_unlock(&pool->lock);
 }
 
-/* Claims up to max_segs consecutive segments of q (fewer once they reach max_bytes); returns
- * how many, the first in *first. Only the lengths are read before the claim (atomics: the
- * slot may be rewritten meanwhile if our view of `claim` is stale, in which case the CAS
- * fails); the rest of a slot belongs to whoever claimed it. */
-static unsigned int claim(struct emu_queue *q, uint64_t *first, uint64_t max_bytes,
-			  unsigned int max_segs)
+/* Claims up to max_segs consecutive segments of q below `end` (fewer once they reach
+ * max_bytes); returns how many, the first in *first. Only the lengths are read before the
+ * claim (atomics: the slot may be rewritten meanwhile if our view of `claim` is stale, in
+ * which case the CAS fails); the rest of a slot belongs to whoever claimed it. */
+static unsigned int claim(struct emu_queue *q, uint64_t *first, uint64_t end,
+			  uint64_t max_bytes, unsigned int max_segs)
 {
 	uint64_t c = atomic_load_explicit(&q->claim, memory_order_relaxed), p, bytes;
 	unsigned int n;
 
 	for (;;) {
 		p = atomic_load_explicit(&q->pub, memory_order_acquire);
-		if (c >= p)
-			return 0;
 		if (p - c > EMU_QSEGS) {   /* stale */
 			c = atomic_load_explicit(&q->claim, memory_order_relaxed);
 			continue;
 		}
+		if (p > end)
+			p = end;
+		if (c >= p)
+			return 0;
 		n = 0;
 		bytes = 0;
 		do {
@@ -423,26 +468,32 @@ static void run_claimed(struct emu_pool *pool, struct emu_queue *q, uint64_t fir
 		}
 }
 
-bool emu_pool_help(struct emu_dev *d, unsigned int ch)
+bool emu_pool_help(struct emu_dev *d, unsigned int ch, uint64_t own)
 {
-	struct emu_queue *q = &d->pool.q[ch];
-	uint64_t first;
-	unsigned int n = claim(q, &first, CLAIM_BYTES, CLAIM_SEGS);
+	struct emu_pool *pool = &d->pool;
+	struct emu_queue *q = &pool->q[ch];
+	uint64_t first, end = own;
+	unsigned int n;
 
+	/* later segments only while no worker is free to take them (or about to be) */
+	if (!atomic_load_explicit(&pool->idle, memory_order_relaxed) &&
+	    !atomic_load_explicit(&pool->waking, memory_order_relaxed))
+		end = UINT64_MAX;
+	n = claim(q, &first, end, CLAIM_BYTES, CLAIM_SEGS);
 	if (!n)
 		return false;
-	run_claimed(&d->pool, q, first, n);
+	run_claimed(pool, q, first, n);
 	return true;
 }
 
-void emu_pool_wait(struct emu_dev *d, unsigned int ch, struct emu_done *done)
+void emu_pool_wait(struct emu_dev *d, unsigned int ch, struct emu_done *done, uint64_t own)
 {
 	struct emu_pool *pool = &d->pool;
 	uint64_t t0 = 0;
 	unsigned int i;
 
 	while (atomic_load_explicit(&done->pending, memory_order_acquire)) {
-		if (emu_pool_help(d, ch))
+		if (emu_pool_help(d, ch, own))
 			continue;
 		/* the rest is being copied by workers: it takes about as long as our part did */
 		if (!t0) {
@@ -469,38 +520,41 @@ static void *worker_main(void *arg)
 	unsigned int ch = 0, k, n, i;
 	uint64_t first, t0;
 	struct emu_queue *q;
+	bool found;
 
 	while (!atomic_load_explicit(&pool->quit, memory_order_relaxed)) {
 		/* both channels' queues, alternating, so that neither starves the other */
 		n = 0;
 		for (k = 0; k < MP_CH_COUNT && !n; k++) {
 			q = &pool->q[(ch + k) % MP_CH_COUNT];
-			n = claim(q, &first, CLAIM_BYTES, CLAIM_SEGS);
+			n = claim(q, &first, UINT64_MAX, CLAIM_BYTES, CLAIM_SEGS);
 		}
 		if (n) {
 			ch = (ch + k) % MP_CH_COUNT;
 			run_claimed(pool, q, first, n);
 			continue;
 		}
-		/* spin a while: at high rates the next segment comes within microseconds */
+		/* spin a while, idle: at high rates the next segment comes within microseconds */
+		atomic_fetch_add(&pool->idle, 1);
 		t0 = emu_now_ns();
 		do {
 			for (i = 0; i < 64 && !work_available(pool); i++)
 				emu_cpu_relax();
-		} while (!work_available(pool) && emu_now_ns() - t0 < WORKER_SPIN_NS &&
+			found = work_available(pool);
+		} while (!found && emu_now_ns() - t0 < WORKER_SPIN_NS &&
 			 !atomic_load_explicit(&pool->quit, memory_order_relaxed));
-		if (work_available(pool))
+		atomic_fetch_sub(&pool->idle, 1);
+		if (found)
 			continue;
 		pthread_mutex_lock(&pool->lock);
 		atomic_fetch_add(&pool->sleepers, 1);
-		while (!work_available(pool) && !atomic_load(&pool->quit))
+		while (!work_available(pool) && !atomic_load(&pool->quit)) {
 			pthread_cond_wait(&pool->work, &pool->lock);
+			/* one signal taken up (or a spurious wake-up: `waking` may only be low) */
+			if (atomic_load(&pool->waking))
+				atomic_fetch_sub(&pool->waking, 1);
+		}
 		atomic_fetch_sub(&pool->sleepers, 1);
-		atomic_store(&pool->waking, 0);
-		/* more work than this worker takes at once: wake the next one */
-		if (atomic_load(&pool->sleepers) && backlog(pool) >= WAKE_BACKLOG &&
-		    !atomic_exchange(&pool->waking, 1))
-			pthread_cond_signal(&pool->work);
 		pthread_mutex_unlock(&pool->lock);
 	}
 	return NULL;
@@ -522,6 +576,7 @@ int emu_pool_start(struct emu_dev *d)
 	}
 	atomic_init(&pool->sleepers, 0);
 	atomic_init(&pool->waking, 0);
+	atomic_init(&pool->idle, 0);
 	atomic_init(&pool->done_waiters, 0);
 	atomic_init(&pool->quit, false);
 	pool->started = 0;
