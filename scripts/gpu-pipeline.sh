@@ -25,9 +25,10 @@ build() {
 		--disable-kernel-module --disable-hdl)
 	make -C "$b" -j"$(nproc)" >/dev/null
 	make -C "$b/tests/gpu" test_gpu_refuse test_gpu_stage bench_gpu_stage >/dev/null
-	cp "$b/tools/dmabench" "$b/tests/gpu/test_gpu_refuse" "$b/tests/gpu/test_gpu_stage" \
-		"$b/tests/gpu/bench_gpu_stage" "$bundle/"
-	strip "$bundle"/*
+	local bins=("$b/tools/dmabench" "$b/tests/gpu/test_gpu_refuse" "$b/tests/gpu/test_gpu_stage"
+		"$b/tests/gpu/bench_gpu_stage")
+	cp "${bins[@]}" "$bundle/"
+	(cd "$bundle" && strip "${bins[@]##*/}")
 	git -C "$top" describe --always --dirty >"$bundle/REVISION" 2>/dev/null || true
 	echo "bundle: $bundle ($(du -sh "$bundle" | cut -f1))"
 }
