@@ -649,13 +649,16 @@ static void stall_forever(struct emu_chan *ch, struct xdesc *x)
 	}
 }
 
-/* C2H from the loopback FIFO, or from a source that has no data (stall). */
-static void move_c2h(struct emu_chan *ch, struct xdesc *x)
+/* The serial path's data: C2H from the loopback FIFO, H2C into it; or a stall (a C2H source
+ * that has no data, read completions that never come). */
+static void move_fifo(struct emu_chan *ch, struct xdesc *x)
 {
 	struct emu_dev *d = ch->dev;
 	struct emu_fifo *f = &d->test.fifo;
-	uint64_t want, n, r, first;
-	uint8_t *host;
+	const bool c2h = ch->idx == MP_CH_C2H;
+	atomic_uint_least64_t *pos = c2h ? &f->rpos : &f->wpos;
+	uint64_t want, n, at, first;
+	uint8_t *host, *fifo;
 	double t0;
 
 	while (x->done < x->len) {
@@ -669,12 +672,14 @@ static void move_c2h(struct emu_chan *ch, struct xdesc *x)
 			return;
 		}
 		want = min64(want, x->fault_at - x->done);
-		if (x->stall || x->src != MP_C2H_SOURCE_LOOPBACK) {
+		if (x->stall || (c2h && x->src != MP_C2H_SOURCE_LOOPBACK)) {
 			stall_forever(ch, x);
 			return;
 		}
+		/* C2H waits for data under the completion timeout; a full FIFO stalls H2C, which is
+		 * back-pressure, not a completion timeout */
 		mmu_drop(ch);
-		switch (wait_for(ch, WAIT_FIFO_DATA, true, &x->progress)) {
+		switch (wait_for(ch, c2h ? WAIT_FIFO_DATA : WAIT_FIFO_SPACE, c2h, &x->progress)) {
 		case WAIT_OK:
 			break;
 		case WAIT_TIMEOUT:
@@ -684,22 +689,29 @@ static void move_c2h(struct emu_chan *ch, struct xdesc *x)
 			x->intr = true;
 			return;
 		}
-		want = min64(want, emu_fifo_avail(f));
+		want = min64(want, c2h ? emu_fifo_avail(f) : emu_fifo_space(f));
 		t0 = piece_start(ch, 0);
 		/* the engine moves whole 32-bit words: a mapping ending inside one faults there */
-		n = xlat(ch, &ch->win->data, x->addr + x->done, want, EMU_ACC_WRITE, &host, NULL) &
+		n = xlat(ch, &ch->win->data, x->addr + x->done, want,
+			 c2h ? EMU_ACC_WRITE : EMU_ACC_READ, &host, NULL) &
 		    ~(uint64_t)(MP_ENGINE_GRANULE - 1);
 		if (!n) {
 			x->err = MP_ERR_BUS_ERROR;
 			return;
 		}
-		r = atomic_load_explicit(&f->rpos, memory_order_relaxed) & (f->cap - 1);
-		first = min64(n, f->cap - r);
-		pool_sync(ch, EMU_SEG_COPY, host, f->buf + r, first);
-		pool_sync(ch, EMU_SEG_COPY, host + first, f->buf, n - first);
-		atomic_fetch_add(&f->rpos, n);
+		at = atomic_load_explicit(pos, memory_order_relaxed) & (f->cap - 1);
+		fifo = f->buf + at;
+		first = min64(n, f->cap - at);
+		if (c2h) {
+			pool_sync(ch, EMU_SEG_COPY, host, fifo, first);
+			pool_sync(ch, EMU_SEG_COPY, host + first, f->buf, n - first);
+		} else {
+			pool_sync(ch, EMU_SEG_COPY, fifo, host, first);
+			pool_sync(ch, EMU_SEG_COPY, f->buf, host + first, n - first);
+		}
+		atomic_fetch_add(pos, n);
 		mmu_drop(ch);
-		emu_chan_kick(&d->ch[MP_CH_H2C]);
+		emu_chan_kick(&d->ch[c2h ? MP_CH_H2C : MP_CH_C2H]);
 		x->progress = 0;
 		if (!pace(ch, x, x->done, x->done + n, t0)) {
 			x->done += (uint32_t)n;
@@ -714,72 +726,10 @@ static void move_c2h(struct emu_chan *ch, struct xdesc *x)
 	}
 }
 
-/* H2C into the loopback FIFO, or with read completions that never come (stall). */
-static void move_h2c(struct emu_chan *ch, struct xdesc *x)
-{
-	struct emu_dev *d = ch->dev;
-	struct emu_fifo *f = &d->test.fifo;
-	uint64_t want, n, w, first;
-	uint8_t *host;
-	double t0;
-
-	while (x->done < x->len) {
-		if (pending_req(ch)) {
-			x->intr = true;
-			return;
-		}
-		want = piece_len(d, x);
-		if (x->fault_at <= x->done) {
-			x->err = MP_ERR_BUS_ERROR;
-			return;
-		}
-		want = min64(want, x->fault_at - x->done);
-		if (x->stall) {   /* read completions never come */
-			stall_forever(ch, x);
-			return;
-		}
-		/* a full FIFO stalls H2C: back-pressure, not a completion timeout */
-		mmu_drop(ch);
-		if (wait_for(ch, WAIT_FIFO_SPACE, false, &x->progress) != WAIT_OK) {
-			x->intr = true;
-			return;
-		}
-		want = min64(want, emu_fifo_space(f));
-		t0 = piece_start(ch, 0);
-		n = xlat(ch, &ch->win->data, x->addr + x->done, want, EMU_ACC_READ, &host, NULL) &
-		    ~(uint64_t)(MP_ENGINE_GRANULE - 1);
-		if (!n) {
-			x->err = MP_ERR_BUS_ERROR;
-			return;
-		}
-		w = atomic_load_explicit(&f->wpos, memory_order_relaxed) & (f->cap - 1);
-		first = min64(n, f->cap - w);
-		pool_sync(ch, EMU_SEG_COPY, f->buf + w, host, first);
-		pool_sync(ch, EMU_SEG_COPY, f->buf, host + first, n - first);
-		atomic_fetch_add(&f->wpos, n);
-		mmu_drop(ch);
-		emu_chan_kick(&d->ch[MP_CH_C2H]);
-		x->progress = 0;
-		if (!pace(ch, x, x->done, x->done + n, t0)) {
-			x->done += (uint32_t)n;
-			x->intr = true;
-			return;
-		}
-		x->done += (uint32_t)n;
-		if (n < want) {
-			x->err = MP_ERR_BUS_ERROR;
-			return;
-		}
-	}
-}
-
 /* A started descriptor on the serial path (the window is empty): data, then completion. */
 static void run_serial(struct emu_chan *ch, struct xdesc *x)
 {
-	if (ch->idx == MP_CH_C2H)
-		move_c2h(ch, x);
-	else
-		move_h2c(ch, x);
+	move_fifo(ch, x);
 	if (x->intr) {
 		/* ABORT ends the descriptor with a record; RESET and close forget it */
 		mmu_drop(ch);
