@@ -634,14 +634,15 @@ void cmd_dma_read(Session &s, const Args &a)
 	}
 }
 
-void cmd_dma_write(Session &s, const Args &a)
+// The data `dma write` and `dma loop` send: a file (-i) or SIZE bytes of the counter pattern
+// (--pattern, from seed), its length a positive multiple of 4. The pattern is only made into
+// the returned vector when `fill` is set (dma write fills its DMA buffer directly).
+std::vector<unsigned char> input_data(const Args &a, const char *cmd, std::uint32_t seed,
+				      bool fill, std::uint64_t &size)
 {
-	a.max_positionals(0);
 	std::vector<unsigned char> data;
-	std::uint32_t seed = num32(a, a.get("--seed", "0"), "seed");
 	if (a.has("-i") == a.has("--pattern"))
 		a.fail("give the data with -i FILE or --pattern SIZE (the counter pattern from --seed)");
-	std::uint64_t size;
 	if (a.has("-i")) {
 		data = read_file(a, a.get("-i"));
 		size = data.size();
@@ -649,8 +650,21 @@ void cmd_dma_write(Session &s, const Args &a)
 		size = size_arg(a, a.get("--pattern"));
 	}
 	if (size == 0 || size % MP_ENGINE_GRANULE)
-		throw Failed(strprintf("dma write: %llu bytes: the length must be a positive multiple of 4",
+		throw Failed(strprintf("%s: %llu bytes: the length must be a positive multiple of 4", cmd,
 				       static_cast<unsigned long long>(size)));
+	if (fill && !a.has("-i")) {
+		data.resize(size);
+		fill_pattern(data.data(), size, seed);
+	}
+	return data;
+}
+
+void cmd_dma_write(Session &s, const Args &a)
+{
+	a.max_positionals(0);
+	std::uint32_t seed = num32(a, a.get("--seed", "0"), "seed");
+	std::uint64_t size;
+	std::vector<unsigned char> data = input_data(a, "dma write", seed, false, size);
 	std::string sink = a.get("--sink", "checker");
 	mprace::Board &b = s.board();
 	mprace::DMAEngine &e = engine_for(s, a);
@@ -693,21 +707,9 @@ void cmd_dma_write(Session &s, const Args &a)
 void cmd_dma_loop(Session &s, const Args &a)
 {
 	a.max_positionals(0);
-	std::vector<unsigned char> data;
 	std::uint32_t seed = num32(a, a.get("--seed", "0"), "seed");
-	if (a.has("-i") == a.has("--pattern"))
-		a.fail("give the data with -i FILE or --pattern SIZE");
 	std::uint64_t size;
-	if (a.has("-i")) {
-		data = read_file(a, a.get("-i"));
-		size = data.size();
-	} else {
-		size = size_arg(a, a.get("--pattern"));
-		data.resize(size);
-		fill_pattern(data.data(), size, seed);
-	}
-	if (size == 0 || size % MP_ENGINE_GRANULE)
-		throw Failed("dma loop: the length must be a positive multiple of 4");
+	std::vector<unsigned char> data = input_data(a, "dma loop", seed, true, size);
 	mprace::Board &b = s.board();
 	if (!b.info().caps.loopback)
 		throw Failed("the engine has no loopback (CAPS.LOOPBACK = 0)");
