@@ -204,19 +204,48 @@ private:
 	bool registered_ = false;
 };
 
-class SerialMode : public Mode {
+// The modes that move data between the board and the GPU (fi*, gi*): the board's pattern
+// generator feeds the GPU, the GPU's data goes to the board's checker, so both directions
+// verify without a host-side reference copy.
+class BoardGpuMode : public Mode {
 public:
-	SerialMode(bool to_gpu, Env &env) : to_gpu_(to_gpu), env_(env) {}
+	BoardGpuMode(bool to_gpu, Env &env) : to_gpu_(to_gpu), env_(env) {}
+	std::string direction() const override { return to_gpu_ ? "c2g" : "g2c"; }
+	std::string auto_reference() const override { return to_gpu_ ? "min(c2h-umem;hg)" : "min(h2c-umem;gh)"; }
+	std::uint64_t granule() const override { return MP_ENGINE_GRANULE; }
+	bool can_verify() const override { return true; }
+	bool verify(std::uint64_t bytes, std::string *why) override
+	{
+		mprace::Board &b = env_.board();
+		std::uint32_t seed = next_seed();
+		if (to_gpu_) {
+			cuda_check(cudaMemset(dev_.get(), 0, bytes), "cudaMemset");
+			b.setPatternSeed(seed);
+			transfer(bytes);
+			return gpu_check(dev_.get(), bytes, seed, why);
+		}
+		gpu_fill(dev_.get(), bytes, seed);
+		b.resetChecker(seed);
+		transfer(bytes);
+		return checker_ok(env_, bytes, why);
+	}
+
+protected:
+	bool to_gpu_;
+	Env &env_;
+	DeviceMem dev_;
+};
+
+class SerialMode : public BoardGpuMode {
+public:
+	SerialMode(bool to_gpu, Env &env) : BoardGpuMode(to_gpu, env) {}
 	~SerialMode() override { teardown(); }
 	std::string name() const override { return to_gpu_ ? "fi-serial" : "gi-serial"; }
-	std::string direction() const override { return to_gpu_ ? "c2g" : "g2c"; }
 	std::string description() const override
 	{
 		return to_gpu_ ? "DMA board -> user memory, then cudaMemcpy -> GPU (serial)"
 			       : "cudaMemcpy GPU -> user memory, then DMA -> board (serial)";
 	}
-	std::string auto_reference() const override { return to_gpu_ ? "min(c2h-umem;hg)" : "min(h2c-umem;gh)"; }
-	std::uint64_t granule() const override { return MP_ENGINE_GRANULE; }
 	void setup(std::uint64_t max_bytes) override
 	{
 		require_gpu();
@@ -238,22 +267,6 @@ public:
 			engine_->write(host_->dma(), 0, bytes);
 		}
 	}
-	bool can_verify() const override { return true; }
-	bool verify(std::uint64_t bytes, std::string *why) override
-	{
-		mprace::Board &b = env_.board();
-		std::uint32_t seed = next_seed();
-		if (to_gpu_) {
-			cuda_check(cudaMemset(dev_.get(), 0, bytes), "cudaMemset");
-			b.setPatternSeed(seed);
-			transfer(bytes);
-			return gpu_check(dev_.get(), bytes, seed, why);
-		}
-		gpu_fill(dev_.get(), bytes, seed);
-		b.resetChecker(seed);
-		transfer(bytes);
-		return checker_ok(env_, bytes, why);
-	}
 	void teardown() override
 	{
 		dev_ = DeviceMem();
@@ -261,11 +274,8 @@ public:
 	}
 
 private:
-	bool to_gpu_;
-	Env &env_;
 	mprace::DMAEngine *engine_ = nullptr;
 	std::unique_ptr<HostDmaBuffer> host_;
-	DeviceMem dev_;
 };
 
 // ------------------------------------------- fi, gi: the pipelined CUDA stage of libbufmgr
@@ -273,11 +283,10 @@ private:
 // K user-memory DMA buffers, registered with CUDA: the board fills buffer k+1 while the GPU's
 // copy engine pulls buffer k (bufmgr::cuda::FpgaToGpu, a Relay), and the mirror image for gi.
 // K = 2 is double buffering (fi-db<S>), K = N a pool (fi-pb<S>x<N>).
-class PipeMode : public Mode {
+class PipeMode : public BoardGpuMode {
 public:
-	PipeMode(const ModeSpec &s, Env &env) : s_(s), env_(env)
+	PipeMode(const ModeSpec &s, Env &env) : BoardGpuMode(s.gpu == "fi", env), s_(s)
 	{
-		to_gpu_ = s.gpu == "fi";
 		if (!s.algo) { // plain fi / gi
 			count_ = kDefaultCount;
 			size_ = kDefaultSize;
@@ -290,7 +299,6 @@ public:
 	}
 	~PipeMode() override { teardown(); }
 	std::string name() const override { return s_.canonical; }
-	std::string direction() const override { return to_gpu_ ? "c2g" : "g2c"; }
 	std::string description() const override
 	{
 		return strprintf("%s pipelined through bufmgr's CUDA stage: %u user-memory DMA buffers of %s "
@@ -298,8 +306,6 @@ public:
 				 to_gpu_ ? "board -> host -> GPU" : "GPU -> host -> board", count_,
 				 format_size(size_).c_str(), count_ == 2 ? "double buffering" : "a pool");
 	}
-	std::string auto_reference() const override { return to_gpu_ ? "min(c2h-umem;hg)" : "min(h2c-umem;gh)"; }
-	std::uint64_t granule() const override { return MP_ENGINE_GRANULE; }
 	void setup(std::uint64_t max_bytes) override
 	{
 		require_gpu();
@@ -321,22 +327,6 @@ public:
 			throw std::runtime_error(strprintf("%s: moved %zu of %llu bytes", s_.canonical.c_str(), got,
 							   static_cast<unsigned long long>(bytes)));
 	}
-	bool can_verify() const override { return true; }
-	bool verify(std::uint64_t bytes, std::string *why) override
-	{
-		mprace::Board &b = env_.board();
-		std::uint32_t seed = next_seed();
-		if (to_gpu_) {
-			cuda_check(cudaMemset(dev_.get(), 0, bytes), "cudaMemset");
-			b.setPatternSeed(seed);
-			transfer(bytes);
-			return gpu_check(dev_.get(), bytes, seed, why);
-		}
-		gpu_fill(dev_.get(), bytes, seed);
-		b.resetChecker(seed);
-		transfer(bytes);
-		return checker_ok(env_, bytes, why);
-	}
 	void teardown() override
 	{
 		f2g_.reset();
@@ -349,13 +339,10 @@ public:
 
 private:
 	ModeSpec s_;
-	Env &env_;
-	bool to_gpu_ = true;
 	unsigned count_ = 0;
 	std::size_t size_ = 0;
 	std::unique_ptr<bufmgr::cuda::FpgaToGpu<bufmgr::MpraceTransfer>> f2g_;
 	std::unique_ptr<bufmgr::cuda::GpuToFpga<bufmgr::MpraceTransfer>> g2f_;
-	DeviceMem dev_;
 };
 
 } // namespace
