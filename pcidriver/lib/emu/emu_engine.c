@@ -68,6 +68,7 @@
 #define CTRL_DEFINED (MP_DESC_CTRL_IRQ_MASK | MP_DESC_CTRL_EOP_MASK | MP_DESC_CTRL_STOP_MASK)
 
 #define WIN_MAX 256u              /* largest window= */
+#define WIN_RUNS 4u               /* host ranges order_writes keeps apart */
 #define PUBLISH_BYTES (64u << 10) /* segments are published to the pool in batches this large */
 
 static inline uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -134,10 +135,19 @@ struct went {
 	bool fired;
 };
 
+/* C2H: a range of host memory that pieces still in the window write (see order_writes) */
+struct host_run {
+	uintptr_t lo, hi;
+	uint64_t seg_end;     /* the pool queue position after its newest piece's segments */
+};
+
 struct emu_win {
 	struct emu_done done[WIN_MAX + 1];   /* per entry; [WIN_MAX]: serial-path jobs */
 	struct went e[WIN_MAX];
 	unsigned int first, count, max;
+	unsigned int settled;                /* the oldest entries whose data is known moved */
+	struct host_run runs[WIN_RUNS];
+	unsigned int nruns;
 	uint64_t bytes;                      /* data in the window */
 	uint64_t unpub;                      /* bytes of segments pushed, not yet published */
 	bool cur;                            /* x has pieces left to dispatch */
@@ -779,9 +789,51 @@ static void drain(struct emu_chan *ch)
 	unsigned int k;
 
 	flush(ch, w);
-	for (k = 0; k < w->count; k++)
+	for (k = w->settled; k < w->count; k++)
 		emu_pool_wait(ch->dev, ch->idx, &w->done[entry_at(w, k)],
 			      w->e[entry_at(w, k)].seg_end);
+	w->settled = w->count;
+}
+
+/*
+ * Host memory receives C2H writes in descriptor order, as from the link: a piece that
+ * overlaps memory an earlier piece in the window is still writing waits for the window's data
+ * (descriptors queued into one buffer would otherwise leave a mix of them, and race). Checking
+ * every piece in the window would cost too much for small pieces; a transfer's pieces go up
+ * through its buffer, so they are kept as a few runs of ascending pieces, each one range.
+ * Returns the run the piece [lo, lo + n) joins; the caller sets its seg_end after moving it.
+ */
+static struct host_run *order_writes(struct emu_chan *ch, struct emu_win *w, uintptr_t lo,
+				     uint64_t n)
+{
+	uint64_t retired = ch->dev->pool.q[ch->idx].free;
+	uintptr_t hi = lo + n;
+	struct host_run *r;
+	unsigned int i, j;
+
+	for (i = j = 0; i < w->nruns; i++)   /* forget runs whose pieces have all retired */
+		if (w->runs[i].seg_end > retired)
+			w->runs[j++] = w->runs[i];
+	w->nruns = j;
+	for (i = 0; i < w->nruns; i++)
+		if (lo < w->runs[i].hi && w->runs[i].lo < hi) {
+			drain(ch);
+			w->nruns = 0;
+			break;
+		}
+	r = w->nruns ? &w->runs[w->nruns - 1] : NULL;
+	if (r && lo >= r->hi) {
+		r->hi = hi;
+		return r;
+	}
+	if (w->nruns == WIN_RUNS) {
+		drain(ch);
+		w->nruns = 0;
+	}
+	r = &w->runs[w->nruns++];
+	r->lo = lo;
+	r->hi = hi;
+	return r;
 }
 
 static void save_pos(struct emu_test *t, struct src_pos *p)
@@ -915,9 +967,12 @@ static void dispatch_piece(struct emu_chan *ch, struct emu_win *w)
 	n = xlat(ch, &w->data, x->addr + x->done, want, c2h ? EMU_ACC_WRITE : EMU_ACC_READ,
 		 &host, &map_len) & ~(uint64_t)(MP_ENGINE_GRANULE - 1);
 	if (n && c2h) {
+		struct host_run *run = order_writes(ch, w, (uintptr_t)host, n);
+
 		/* a buffer larger than the caches is not read back from them: bypass them */
 		move_piece(ch, w, k, map_len >= d->cfg.nt_min ? EMU_SEG_FILL_NT : EMU_SEG_FILL, host,
 			   NULL, n, w0);
+		run->seg_end = d->pool.q[ch->idx].pushed;
 		if (x->src == MP_C2H_SOURCE_PATTERN) {
 			t->pg_pos += n / 4;
 		} else {
@@ -979,6 +1034,8 @@ static struct went pop(struct emu_chan *ch, struct emu_win *w)
 	ch->dev->pool.q[ch->idx].free = e.seg_end;
 	w->first = (w->first + 1) % WIN_MAX;
 	w->count--;
+	if (w->settled)
+		w->settled--;
 	return e;
 }
 
@@ -1020,6 +1077,8 @@ static uint32_t end_window(struct emu_chan *ch, struct emu_win *w, bool keep_hea
 			ch->buserr_fired = false;
 	}
 	d->pool.q[ch->idx].free = d->pool.q[ch->idx].pushed;
+	w->settled = 0;
+	w->nruns = 0;
 	w->bytes = 0;
 	w->cur = false;
 	w->barrier = false;
