@@ -98,6 +98,57 @@ START_TEST(test_relay_overlaps)
 }
 END_TEST
 
+// With two buffers, one that comes back while the driving thread waits for the other is
+// started at once (wait_for), on both sides: the source's 2nd fill and the sink's 2nd drain
+// never finish, yet the first buffer goes round again (a blocking wait would hold it back).
+START_TEST(test_relay_restarts_while_waiting)
+{
+	std::vector<std::byte> sink(1 << 20);
+	const std::uint64_t none[2] = {0, 0}, src_stall[2] = {2, 0}, sink_stall[2] = {0, 2};
+	for (int side = 0; side < 2; ++side) {
+		// the other side is slow (20 ms a buffer), so the waiting side is surely waiting when
+		// the buffer comes back
+		MemcpyTransfer src = src_transfer(), snk = sink_transfer(sink);
+		MemcpyOptions slow;
+		slow.granule = 4;
+		slow.rate_mbps = BUF / 0.02 / 1e6;
+		if (side == 0) {
+			slow.sink = sink.data();
+			slow.sink_size = sink.size();
+			snk = MemcpyTransfer(slow);
+		} else {
+			slow.source = source().data();
+			slow.source_size = source().size();
+			src = MemcpyTransfer(slow);
+		}
+		R r(std::move(src), std::move(snk), 2, BUF);
+		(side == 0 ? r.source() : r.sink()).set_faults(none, side == 0 ? src_stall : sink_stall);
+		int err = 0;
+		std::thread t([&] { err = error_of([&] { r.run(10 * BUF); }); });
+		const auto t0 = std::chrono::steady_clock::now();
+		auto restarted = [&] {
+			return side == 0 ? r.source().started(Direction::c2h) >= 3
+					 : r.sink().started(Direction::h2c) >= 3;
+		};
+		while (!restarted() && testbm::seconds_since(t0) < 10)
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+		if (side == 0) {
+			ck_assert_uint_eq(r.source().started(Direction::c2h), 3); // buffer 0 again, behind the stall
+			ck_assert_uint_eq(r.sink().bytes(Direction::h2c), BUF);
+		} else {
+			// buffer 0 drained and refilled, then queued on the sink behind the stalled drain
+			ck_assert_uint_eq(r.sink().started(Direction::h2c), 3);
+			ck_assert_uint_eq(r.sink().bytes(Direction::h2c), BUF);
+		}
+		r.abort();
+		t.join();
+		ck_assert_int_eq(err, ECANCELED);
+		const auto want = cyclic(source(), 0, BUF);
+		ck_assert_bytes_eq(sink.data(), want.data(), BUF);
+	}
+}
+END_TEST
+
 static void faulty_run(R &r, std::vector<std::byte> &sink, int side, std::uint64_t at)
 {
 	const std::uint64_t none[2] = {0, 0};
@@ -184,6 +235,7 @@ extern "C" Suite *test_suite(void)
 	tcase_add_test(tc, test_relay_data);
 	tcase_add_test(tc, test_relay_pattern_checker);
 	tcase_add_test(tc, test_relay_overlaps);
+	tcase_add_test(tc, test_relay_restarts_while_waiting);
 	tcase_add_test(tc, test_relay_faults);
 	tcase_add_test(tc, test_relay_abort);
 	tcase_add_test(tc, test_relay_short_packet);

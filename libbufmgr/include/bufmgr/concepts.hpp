@@ -47,6 +47,11 @@
 //                              wait(d, .) threw. May block until the other side has stopped
 //                              touching the buffers. Not while another thread is in wait(d, .).
 // Optional:
+//   t.wait_for(d, i, timeout)  (std::chrono::microseconds) std::optional<std::size_t>: as wait(),
+//                              but std::nullopt when buffer i's transfer has not finished
+//                              within timeout (it stays started and is waited for again). Relay
+//                              uses it to start a buffer that came back while it waits, so that
+//                              with two buffers the link does not idle for a wake-up per buffer.
 //   t.adopt(views, count)      (const BufferView *, size_t) use buffers owned elsewhere instead of
 //                              allocating: how Relay lets two transfers share one pool (the board
 //                              fills a buffer, the GPU reads the same memory). Throws when the
@@ -78,7 +83,9 @@
 #ifndef BUFMGR_CONCEPTS_HPP
 #define BUFMGR_CONCEPTS_HPP
 
+#include <chrono>
 #include <cstddef>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -123,6 +130,9 @@ using t_abort = std::enable_if_t<noexcept(std::declval<T &>().abort(Direction{})
 template <class T>
 using t_reset = std::enable_if_t<noexcept(std::declval<T &>().reset(Direction{}))>;
 template <class T>
+using t_wait_for = decltype(std::optional<std::size_t>{std::declval<T &>().wait_for(
+	Direction{}, std::size_t{}, std::chrono::microseconds{})});
+template <class T>
 using t_adopt = decltype(std::declval<T &>().adopt(std::declval<const BufferView *>(), std::size_t{}));
 
 // ---- Transform members ----
@@ -137,6 +147,10 @@ using x_block = decltype(std::declval<const X &>()(std::declval<const typename X
 						   std::declval<typename X::out_type *>(), std::size_t{}));
 
 } // namespace detail
+
+// True when T provides wait_for(): a wait with a timeout.
+template <class T>
+constexpr bool can_wait_for_v = detail::is_detected<detail::t_wait_for, T>;
 
 // True when T provides adopt(): it can work on buffers another transfer owns.
 template <class T>

@@ -20,6 +20,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -169,22 +170,13 @@ public:
 	// Driving thread. Blocks until buffer i is done; returns the bytes moved or throws.
 	std::size_t wait(Direction d, std::size_t i)
 	{
-		Channel &c = s_->ch[idx(d)];
-		std::unique_lock<std::mutex> lk(c.m);
-		Result &r = c.result.at(i);
-		if (r.state == Result::idle)
-			throw Error(EINVAL, "bufmgr::MemcpyTransfer::wait: buffer was not started");
-		c.cv.wait(lk, [&] { return r.state == Result::done || r.gen <= c.aborted_upto || c.error; });
-		if (r.state != Result::done)
-			throw Error(ECANCELED,
-				    std::string("bufmgr::MemcpyTransfer: ") + to_string(d) +
-					    (c.error ? " transfer cancelled: an earlier one failed" : " transfer aborted"));
-		r.state = Result::idle;
-		if (r.err)
-			throw Error(r.err, std::string("bufmgr::MemcpyTransfer: ") + to_string(d) +
-						   (r.err == ECANCELED ? " transfer aborted"
-								       : " transfer failed (injected fault or sink full)"));
-		return r.bytes;
+		return *wait_until(d, i, std::nullopt, "wait");
+	}
+
+	// Driving thread. As wait(), but std::nullopt when buffer i is still busy after timeout.
+	std::optional<std::size_t> wait_for(Direction d, std::size_t i, std::chrono::microseconds timeout)
+	{
+		return wait_until(d, i, std::chrono::steady_clock::now() + timeout, "wait_for");
 	}
 
 	// Any thread. Transfers of d started so far end at once (ECANCELED unless already done);
@@ -232,7 +224,41 @@ public:
 		s_->opt.fail_errno = err;
 	}
 
+	// Any thread: the transfers start() has queued in direction d (since construction).
+	std::uint64_t started(Direction d) const
+	{
+		Channel &c = s_->ch[idx(d)];
+		std::lock_guard<std::mutex> lk(c.m);
+		return c.started;
+	}
+
 private:
+	std::optional<std::size_t> wait_until(Direction d, std::size_t i,
+					      std::optional<std::chrono::steady_clock::time_point> deadline,
+					      const char *what)
+	{
+		Channel &c = s_->ch[idx(d)];
+		std::unique_lock<std::mutex> lk(c.m);
+		Result &r = c.result.at(i);
+		if (r.state == Result::idle)
+			throw Error(EINVAL, std::string("bufmgr::MemcpyTransfer::") + what + ": buffer was not started");
+		auto over = [&] { return r.state == Result::done || r.gen <= c.aborted_upto || c.error; };
+		if (!deadline)
+			c.cv.wait(lk, over);
+		else if (!c.cv.wait_until(lk, *deadline, over))
+			return std::nullopt;
+		if (r.state != Result::done)
+			throw Error(ECANCELED,
+				    std::string("bufmgr::MemcpyTransfer: ") + to_string(d) +
+					    (c.error ? " transfer cancelled: an earlier one failed" : " transfer aborted"));
+		r.state = Result::idle;
+		if (r.err)
+			throw Error(r.err, std::string("bufmgr::MemcpyTransfer: ") + to_string(d) +
+						   (r.err == ECANCELED ? " transfer aborted"
+								       : " transfer failed (injected fault or sink full)"));
+		return r.bytes;
+	}
+
 	struct Result {
 		enum State { idle, queued, done } state = idle;
 		std::size_t bytes = 0;

@@ -6,6 +6,7 @@
 #define BUFMGR_MPRACE_TRANSFER_HPP
 
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -117,6 +118,24 @@ public:
 		if (d == Direction::c2h)
 			bufs_[i]->dma->syncForCpu(); // before anyone reads what the board wrote
 		return static_cast<std::size_t>(got);
+	}
+
+	// Driving thread. As wait(), but std::nullopt when buffer i's transfer is still running
+	// after timeout (a failed one is reported by wait(), which also frees the slot).
+	std::optional<std::size_t> wait_for(Direction d, std::size_t i, std::chrono::microseconds timeout)
+	{
+		mprace::Transfer &h = pending_[idx(d)].at(i);
+		if (!h.valid())
+			throw Error(EINVAL, "bufmgr::MpraceTransfer::wait_for: buffer was not started");
+		bool finished;
+		try {
+			finished = h.wait(timeout);
+		} catch (const std::exception &) {
+			finished = true; // failed
+		}
+		if (!finished)
+			return std::nullopt;
+		return wait(d, i);
 	}
 
 	// Any thread: cancels the channel's transfers (ECANCELED); the engine resets the channel

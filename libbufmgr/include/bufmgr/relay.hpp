@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -207,6 +208,29 @@ private:
 		sink_bell_.notify();
 	}
 
+	// Waits for the oldest transfer of side t, buffer i. While `more` (another buffer may come
+	// to this side before that transfer ends) and t can wait with a timeout, it returns
+	// std::nullopt as soon as `arrived()` so that the caller starts that buffer first: with
+	// two buffers, a blocking wait would leave the link idle for one wake-up and submit per
+	// buffer (~4 % at 28 GB/s with 8 MiB buffers). Otherwise it blocks in wait(), which keeps
+	// the transfer's own timeout.
+	template <class T, class Arrived>
+	static std::optional<std::size_t> wait_oldest(T &t, Direction d, std::uint32_t i, bool more,
+						      Arrived arrived)
+	{
+		if constexpr (can_wait_for_v<T>) {
+			if (more)
+				for (;;) {
+					if (std::optional<std::size_t> r = t.wait_for(d, i, kArrivalPoll))
+						return r;
+					if (arrived())
+						return std::nullopt;
+				}
+		}
+		return t.wait(d, i);
+	}
+	static constexpr std::chrono::microseconds kArrivalPoll{20};
+
 	// The caller's side: keep Source busy with every free buffer, hand filled ones to the worker.
 	std::size_t drive_source(std::size_t total)
 	{
@@ -243,7 +267,14 @@ private:
 				return moved;
 			}
 			const Slot s = inflight.front();
-			const std::size_t got = src_.wait(d, s.index);
+			// a buffer with the sink may come back while we wait: start it at once
+			const bool more = issued < nchunks && inflight.size() < k_;
+			const std::optional<std::size_t> r = wait_oldest(src_, d, s.index, more, [&] {
+				return free_.read_available() != 0 || failed();
+			});
+			if (!r)
+				continue;
+			const std::size_t got = *r;
 			inflight.pop_front();
 			if (got > s.bytes)
 				throw Error(EIO, "bufmgr::Relay: Source reported more bytes than requested");
@@ -291,7 +322,14 @@ private:
 				continue;
 			}
 			s = inflight.front();
-			const std::size_t got = sink_.wait(d, s.index);
+			// the source may hand over another buffer while we wait: start it at once
+			const bool more = !end && inflight.size() < k_;
+			const std::optional<std::size_t> r = wait_oldest(sink_, d, s.index, more, [&] {
+				return ready_.read_available() != 0 || failed();
+			});
+			if (!r)
+				continue;
+			const std::size_t got = *r;
 			inflight.pop_front();
 			if (got != s.bytes)
 				throw Error(EIO, "bufmgr::Relay: Sink drained fewer bytes than it was given");
