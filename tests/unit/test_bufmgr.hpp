@@ -17,6 +17,24 @@
 
 namespace testbm {
 
+// MemcpyTransfer options with the engine's 4-byte granule: C2H sends `source` over and over,
+// H2C writes into `sink` (without one, the checker compares with the pattern).
+inline bufmgr::MemcpyOptions memcpy_options(const std::vector<std::byte> *source,
+					    std::vector<std::byte> *sink = nullptr)
+{
+	bufmgr::MemcpyOptions o;
+	o.granule = 4;
+	if (source) {
+		o.source = source->data();
+		o.source_size = source->size();
+	}
+	if (sink) {
+		o.sink = sink->data();
+		o.sink_size = sink->size();
+	}
+	return o;
+}
+
 inline std::vector<std::byte> random_bytes(std::size_t n, unsigned seed = 1)
 {
 	std::mt19937 rng(seed);

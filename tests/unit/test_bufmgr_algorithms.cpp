@@ -24,15 +24,7 @@ static const std::vector<std::byte> &source()
 
 static MemcpyOptions options(std::vector<std::byte> *sink = nullptr)
 {
-	MemcpyOptions o;
-	o.granule = 4;
-	o.source = source().data();
-	o.source_size = source().size();
-	if (sink) {
-		o.sink = sink->data();
-		o.sink_size = sink->size();
-	}
-	return o;
+	return testbm::memcpy_options(&source(), sink);
 }
 
 // Reads every size in turn from one manager: the data must continue the source stream.

@@ -23,15 +23,7 @@ static const std::vector<std::byte> &source()
 
 static MemcpyOptions options(std::vector<std::byte> *sink = nullptr)
 {
-	MemcpyOptions o;
-	o.granule = 4;
-	o.source = source().data();
-	o.source_size = source().size();
-	if (sink) {
-		o.sink = sink->data();
-		o.sink_size = sink->size();
-	}
-	return o;
+	return testbm::memcpy_options(&source(), sink);
 }
 
 // Fault at C2H buffer `at` (1-based); then a read of 10 buffers must be correct.
@@ -118,11 +110,8 @@ START_TEST(test_transform_throws)
 			throw std::runtime_error("bad sample");
 		return v;
 	});
-	MemcpyOptions o;
-	o.granule = 4;
 	std::vector<std::byte> sink(1 << 20);
-	o.sink = sink.data();
-	o.sink_size = sink.size();
+	MemcpyOptions o = testbm::memcpy_options(nullptr, &sink);
 	PooledBuffer<MemcpyTransfer, decltype(x)> a(MemcpyTransfer(o), 4, BUF, x);
 	std::vector<std::uint32_t> v(10000);
 	ck_assert_int_eq(error_of([&] { a.read(v.data(), v.size()); }), -1); // not a system_error

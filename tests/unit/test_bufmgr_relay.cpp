@@ -21,20 +21,12 @@ static const std::vector<std::byte> &source()
 
 static MemcpyTransfer src_transfer()
 {
-	MemcpyOptions o;
-	o.granule = 4;
-	o.source = source().data();
-	o.source_size = source().size();
-	return MemcpyTransfer(o);
+	return MemcpyTransfer(testbm::memcpy_options(&source()));
 }
 
 static MemcpyTransfer sink_transfer(std::vector<std::byte> &sink)
 {
-	MemcpyOptions o;
-	o.granule = 4;
-	o.sink = sink.data();
-	o.sink_size = sink.size();
-	return MemcpyTransfer(o);
+	return MemcpyTransfer(testbm::memcpy_options(nullptr, &sink));
 }
 
 START_TEST(test_relay_data)
@@ -77,10 +69,7 @@ END_TEST
 START_TEST(test_relay_overlaps)
 {
 	std::vector<std::byte> sink(1 << 20);
-	MemcpyOptions o;
-	o.granule = 4;
-	o.source = source().data();
-	o.source_size = source().size();
+	MemcpyOptions o = testbm::memcpy_options(&source());
 	o.stall_at[0] = 3;
 	R r(MemcpyTransfer(o), sink_transfer(sink), 4, BUF);
 	int err = 0;
@@ -108,20 +97,10 @@ START_TEST(test_relay_restarts_while_waiting)
 	for (int side = 0; side < 2; ++side) {
 		// the other side is slow (20 ms a buffer), so the waiting side is surely waiting when
 		// the buffer comes back
-		MemcpyTransfer src = src_transfer(), snk = sink_transfer(sink);
-		MemcpyOptions slow;
-		slow.granule = 4;
-		slow.rate_mbps = BUF / 0.02 / 1e6;
-		if (side == 0) {
-			slow.sink = sink.data();
-			slow.sink_size = sink.size();
-			snk = MemcpyTransfer(slow);
-		} else {
-			slow.source = source().data();
-			slow.source_size = source().size();
-			src = MemcpyTransfer(slow);
-		}
-		R r(std::move(src), std::move(snk), 2, BUF);
+		MemcpyOptions so = testbm::memcpy_options(&source());
+		MemcpyOptions ko = testbm::memcpy_options(nullptr, &sink);
+		(side == 0 ? ko : so).rate_mbps = BUF / 0.02 / 1e6;
+		R r(MemcpyTransfer(so), MemcpyTransfer(ko), 2, BUF);
 		(side == 0 ? r.source() : r.sink()).set_faults(none, side == 0 ? src_stall : sink_stall);
 		int err = 0;
 		std::thread t([&] { err = error_of([&] { r.run(10 * BUF); }); });
@@ -199,10 +178,7 @@ END_TEST
 START_TEST(test_relay_short_packet)
 {
 	std::vector<std::byte> sink(1 << 20);
-	MemcpyOptions o;
-	o.granule = 4;
-	o.source = source().data();
-	o.source_size = source().size();
+	MemcpyOptions o = testbm::memcpy_options(&source());
 	o.packet_at[0] = 2;
 	R r(MemcpyTransfer(o), sink_transfer(sink), 3, BUF);
 	ck_assert_uint_eq(r.run(10 * BUF), BUF + BUF / 2);
