@@ -36,16 +36,15 @@ static int pcidrv_open(struct inode *inode, struct file *filp)
 			goto err_free;
 	}
 
-	idx = srcu_read_lock(&pd->srcu);
-	if (READ_ONCE(pd->dead)) {
-		srcu_read_unlock(&pd->srcu, idx);
-		ret = -ENODEV;
+	idx = pcidrv_enter(pd);
+	if (idx < 0) {
+		ret = idx;
 		goto err_free;
 	}
 	/* a new file sees only interrupts that fire after it was opened */
 	for (i = 0; i < pd->nr_irqs; i++)
 		atomic64_set(&f->irq_seen[i], atomic64_read(&pd->irqs[i].count));
-	srcu_read_unlock(&pd->srcu, idx);
+	pcidrv_leave(pd, idx);
 
 	filp->private_data = f;
 	filp->f_mapping = pd->inode->i_mapping;
@@ -70,12 +69,12 @@ static int pcidrv_release(struct inode *inode, struct file *filp)
 	struct pcidrv_dev *pd = f->pd;
 	int idx;
 
-	idx = srcu_read_lock(&pd->srcu);
-	if (!READ_ONCE(pd->dead)) {
+	idx = pcidrv_enter(pd);
+	if (idx >= 0) {
 		pcidrv_umem_release_file(f);
 		pcidrv_kmem_release_file(f);
+		pcidrv_leave(pd, idx);
 	}
-	srcu_read_unlock(&pd->srcu, idx);
 
 	kfree(f->irq_seen);
 	kfree(f);
@@ -93,12 +92,16 @@ static int pcidrv_ioctl_get_info(struct pcidrv_file *f,
 	unsigned long minsz = offsetofend(struct pcidriver_device_info, bar);
 	struct pcidriver_device_info info;
 	unsigned int i;
+	int idx;
 
 	if (copy_from_user(&info, arg, offsetofend(struct pcidriver_device_info, flags)))
 		return -EFAULT;
 	if (info.argsz < minsz || info.flags)
 		return -EINVAL;
 
+	idx = pcidrv_enter(pd);
+	if (idx < 0)
+		return idx;
 	memset(&info, 0, sizeof(info));
 	info.argsz = minsz;
 	info.vendor = pdev->vendor;
@@ -138,6 +141,7 @@ static int pcidrv_ioctl_get_info(struct pcidrv_file *f,
 		    PAGE_ALIGNED(len))
 			bar->flags |= PCIDRIVER_BAR_MMAP;
 	}
+	pcidrv_leave(pd, idx);
 
 	return copy_to_user(arg, &info, minsz) ? -EFAULT : 0;
 }
@@ -193,15 +197,22 @@ static int pcidrv_config_access(struct pci_dev *pdev, u32 pos, u8 *buf, u32 coun
 	return ret;
 }
 
+/*
+ * Reads are open to any opener, unlike sysfs's config file, whose unprivileged readers see
+ * the first 64 bytes: that file is world-readable, while /dev/fpgaN is opened only by those
+ * its mode admits (docs/pcidriver.md), who control the device through its BARs and DMA
+ * anyway and need the capabilities (link status, MSI) that live beyond 64 bytes.
+ */
 static int pcidrv_ioctl_config_rw(struct pcidrv_file *f, struct pcidriver_config_rw __user *arg,
 				  bool write)
 {
 	unsigned long minsz = offsetofend(struct pcidriver_config_rw, data);
-	struct pci_dev *pdev = f->pd->pdev;
+	struct pcidrv_dev *pd = f->pd;
+	struct pci_dev *pdev = pd->pdev;
 	struct pcidriver_config_rw req;
 	void __user *data;
+	int ret, idx;
 	u8 *buf;
-	int ret;
 
 	if (copy_from_user(&req, arg, minsz))
 		return -EFAULT;
@@ -217,26 +228,48 @@ static int pcidrv_ioctl_config_rw(struct pcidrv_file *f, struct pcidriver_config
 	if (!buf)
 		return -ENOMEM;
 	data = u64_to_user_ptr(req.data);
-	if (write) {
-		ret = copy_from_user(buf, data, req.count) ? -EFAULT : 0;
-		if (!ret)
-			ret = pcidrv_config_access(pdev, req.offset, buf, req.count, true);
-	} else {
-		ret = pcidrv_config_access(pdev, req.offset, buf, req.count, false);
-		if (!ret && copy_to_user(data, buf, req.count))
-			ret = -EFAULT;
+	if (write && copy_from_user(buf, data, req.count)) {
+		ret = -EFAULT;
+		goto out_free;
 	}
+	idx = pcidrv_enter(pd);
+	if (idx < 0) {
+		ret = idx;
+		goto out_free;
+	}
+	ret = pcidrv_config_access(pdev, req.offset, buf, req.count, write);
+	pcidrv_leave(pd, idx);
+	if (!ret && !write && copy_to_user(data, buf, req.count))
+		ret = -EFAULT;
+out_free:
 	kfree(buf);
 	return ret;
 }
 
+static int pcidrv_ioctl_api_version(struct pcidrv_file *f)
+{
+	int idx = pcidrv_enter(f->pd);
+
+	if (idx < 0)
+		return idx;
+	pcidrv_leave(f->pd, idx);
+	return PCIDRIVER_API_VERSION;
+}
+
 /* ---------------------------------------------------------------- ioctl */
 
-static long pcidrv_ioctl_alive(struct pcidrv_file *f, unsigned int cmd, void __user *uarg)
+/*
+ * Each handler copies its argument in, enters the device's SRCU read side only for the work
+ * on the device (pcidrv_enter), and copies results out after leaving it (see pcidrv.h).
+ */
+static long pcidrv_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 {
+	struct pcidrv_file *f = filp->private_data;
+	void __user *uarg = (void __user *)arg;
+
 	switch (cmd) {
 	case PCIDRIVER_GET_API_VERSION:
-		return PCIDRIVER_API_VERSION;
+		return pcidrv_ioctl_api_version(f);
 	case PCIDRIVER_DEVICE_GET_INFO:
 		return pcidrv_ioctl_get_info(f, uarg);
 	case PCIDRIVER_CONFIG_READ:
@@ -255,32 +288,13 @@ static long pcidrv_ioctl_alive(struct pcidrv_file *f, unsigned int cmd, void __u
 		return pcidrv_ioctl_umem_sglist(f, uarg);
 	case PCIDRIVER_UMEM_SYNC:
 		return pcidrv_ioctl_umem_sync(f, uarg);
+	case PCIDRIVER_IRQ_WAIT:
+		return pcidrv_ioctl_irq_wait(f, uarg);
 	case PCIDRIVER_IRQ_CLEAR:
 		return pcidrv_ioctl_irq_clear(f, uarg);
 	default:
 		return -ENOTTY;
 	}
-}
-
-static long pcidrv_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
-{
-	struct pcidrv_file *f = filp->private_data;
-	struct pcidrv_dev *pd = f->pd;
-	void __user *uarg = (void __user *)arg;
-	long ret;
-	int idx;
-
-	/* The wait sleeps, so it enters the SRCU read side only around its device accesses. */
-	if (cmd == PCIDRIVER_IRQ_WAIT)
-		return pcidrv_ioctl_irq_wait(f, uarg);
-
-	idx = srcu_read_lock(&pd->srcu);
-	if (READ_ONCE(pd->dead))
-		ret = -ENODEV;
-	else
-		ret = pcidrv_ioctl_alive(f, cmd, uarg);
-	srcu_read_unlock(&pd->srcu, idx);
-	return ret;
 }
 
 /* ---------------------------------------------------------------- mmap */
@@ -383,10 +397,10 @@ static int pcidrv_mmap(struct file *filp, struct vm_area_struct *vma)
 	if (!map)
 		return -ENOMEM;
 
-	idx = srcu_read_lock(&pd->srcu);
-	if (READ_ONCE(pd->dead)) {
-		ret = -ENODEV;
-		goto out_unlock;
+	idx = pcidrv_enter(pd);
+	if (idx < 0) {
+		kfree(map);
+		return idx;
 	}
 
 	if (region == PCIDRIVER_MMAP_KMEM_REGION) {
@@ -418,11 +432,11 @@ static int pcidrv_mmap(struct file *filp, struct vm_area_struct *vma)
 	mutex_unlock(&pd->map_lock);
 	vma->vm_private_data = map;
 	vma->vm_ops = &pcidrv_vm_ops;
-	srcu_read_unlock(&pd->srcu, idx);
+	pcidrv_leave(pd, idx);
 	return 0;
 
 out_unlock:
-	srcu_read_unlock(&pd->srcu, idx);
+	pcidrv_leave(pd, idx);
 	if (km)
 		pcidrv_kmem_put(km);
 	kfree(map);

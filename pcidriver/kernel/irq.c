@@ -185,8 +185,8 @@ static bool pcidrv_irq_ready(struct pcidrv_file *f, unsigned int source)
 }
 
 /*
- * Runs outside the SRCU read side (pcidrv_ioctl) because it sleeps: it enters it only to
- * check the device and unmask INTx; while sleeping it relies on the file's reference to pd,
+ * Enters the SRCU read side only to check the device and unmask INTx, as it sleeps; while
+ * sleeping it relies on the file's reference to pd,
  * which keeps pd->irqs alive, and on remove() waking it.
  */
 int pcidrv_ioctl_irq_wait(struct pcidrv_file *f, struct pcidriver_irq_wait __user *arg)
@@ -204,18 +204,16 @@ int pcidrv_ioctl_irq_wait(struct pcidrv_file *f, struct pcidriver_irq_wait __use
 	if (req.argsz < minsz || req.flags || req.__reserved)
 		return -EINVAL;
 
-	idx = srcu_read_lock(&pd->srcu);
-	if (READ_ONCE(pd->dead)) {
-		srcu_read_unlock(&pd->srcu, idx);
-		return -ENODEV;
-	}
+	idx = pcidrv_enter(pd);
+	if (idx < 0)
+		return idx;
 	if (req.source >= pd->nr_irqs) {
-		srcu_read_unlock(&pd->srcu, idx);
+		pcidrv_leave(pd, idx);
 		return -EINVAL;
 	}
 	if (atomic64_read(&pd->irqs[req.source].count) == atomic64_read(&f->irq_seen[req.source]))
 		pcidrv_intx_unmask(pd);
-	srcu_read_unlock(&pd->srcu, idx);
+	pcidrv_leave(pd, idx);
 
 	src = &pd->irqs[req.source];
 	timeout = req.timeout_ms == PCIDRIVER_WAIT_FOREVER ? MAX_SCHEDULE_TIMEOUT :
@@ -244,14 +242,21 @@ int pcidrv_ioctl_irq_clear(struct pcidrv_file *f, struct pcidriver_irq_clear __u
 	unsigned long minsz = offsetofend(struct pcidriver_irq_clear, __reserved);
 	struct pcidrv_dev *pd = f->pd;
 	struct pcidriver_irq_clear req;
+	int idx;
 
 	if (copy_from_user(&req, arg, minsz))
 		return -EFAULT;
 	if (req.argsz < minsz || req.flags || req.__reserved)
 		return -EINVAL;
-	if (req.source >= pd->nr_irqs)
+	idx = pcidrv_enter(pd);
+	if (idx < 0)
+		return idx;
+	if (req.source >= pd->nr_irqs) {
+		pcidrv_leave(pd, idx);
 		return -EINVAL;
+	}
 	atomic64_set(&f->irq_seen[req.source], atomic64_read(&pd->irqs[req.source].count));
 	pcidrv_intx_unmask(pd);
+	pcidrv_leave(pd, idx);
 	return 0;
 }

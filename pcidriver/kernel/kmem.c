@@ -64,6 +64,13 @@ struct pcidrv_kmem *pcidrv_kmem_get(struct pcidrv_file *f, u32 id)
 	return km;
 }
 
+/*
+ * The allocation never invokes the OOM killer (__GFP_RETRY_MAYFAIL: the caller gets ENOMEM
+ * instead of another process being killed) and is charged to the caller's memory cgroup
+ * (__GFP_ACCOUNT), which bounds kmem where RLIMIT_MEMLOCK does not (CAP_IPC_LOCK).
+ */
+#define PCIDRV_KMEM_GFP (GFP_KERNEL | __GFP_NOWARN | __GFP_RETRY_MAYFAIL | __GFP_ACCOUNT)
+
 int pcidrv_ioctl_kmem_alloc(struct pcidrv_file *f, struct pcidriver_kmem_alloc __user *arg)
 {
 	unsigned long minsz = offsetofend(struct pcidriver_kmem_alloc, __reserved);
@@ -71,7 +78,7 @@ int pcidrv_ioctl_kmem_alloc(struct pcidrv_file *f, struct pcidriver_kmem_alloc _
 	struct pcidriver_kmem_alloc req;
 	struct pcidrv_kmem *km;
 	u32 id;
-	int ret;
+	int ret, idx;
 
 	if (copy_from_user(&req, arg, minsz))
 		return -EFAULT;
@@ -93,10 +100,15 @@ int pcidrv_ioctl_kmem_alloc(struct pcidrv_file *f, struct pcidriver_kmem_alloc _
 	if (ret)
 		goto err_free;
 
-	/* user-sized: a failure is the caller's problem, not worth a warning in the log */
+	idx = pcidrv_enter(pd);
+	if (idx < 0) {
+		ret = idx;
+		goto err_uncharge;
+	}
 	km->cpu_addr = dma_alloc_coherent(&pd->pdev->dev, km->size, &km->dma_addr,
-					  GFP_KERNEL | __GFP_NOWARN);
+					  PCIDRV_KMEM_GFP);
 	if (!km->cpu_addr) {
+		pcidrv_leave(pd, idx);
 		ret = -ENOMEM;
 		goto err_uncharge;
 	}
@@ -109,27 +121,27 @@ int pcidrv_ioctl_kmem_alloc(struct pcidrv_file *f, struct pcidriver_kmem_alloc _
 	ret = xa_alloc_cyclic(&pd->kmem_xa, &id, km, XA_LIMIT(1, PCIDRIVER_ID_MAX),
 			      &pd->kmem_next_id, GFP_KERNEL);
 	if (ret < 0) {
-		ret = ret == -EBUSY ? -ENOSPC : ret;
-		goto err_put;
+		pcidrv_kmem_put(km);	/* frees the DMA memory and uncharges */
+		pcidrv_leave(pd, idx);
+		return ret == -EBUSY ? -ENOSPC : ret;
 	}
 	km->id = id;
+	pcidrv_leave(pd, idx);
 
 	req.id = id;
 	req.bus_addr = km->dma_addr;
 	req.mmap_offset = PCIDRIVER_MMAP_KMEM(id);
 	if (copy_to_user(arg, &req, minsz)) {
-		ret = -EFAULT;
-		goto err_erase;
+		idx = pcidrv_enter(pd);
+		if (idx < 0)
+			return -EFAULT;		/* remove() releases it */
+		/* unless another thread of this file guessed the ID and freed it already */
+		if (xa_cmpxchg(&pd->kmem_xa, id, km, NULL, GFP_KERNEL) == km)
+			pcidrv_kmem_put(km);
+		pcidrv_leave(pd, idx);
+		return -EFAULT;
 	}
 	return 0;
-
-err_erase:
-	/* unless another thread of this file guessed the ID and freed it already */
-	if (xa_cmpxchg(&pd->kmem_xa, id, km, NULL, GFP_KERNEL) != km)
-		return ret;
-err_put:
-	pcidrv_kmem_put(km);	/* frees the DMA memory and uncharges */
-	return ret;
 
 err_uncharge:
 	pcidrv_acct_uncharge(&km->acct);
@@ -145,12 +157,16 @@ int pcidrv_ioctl_kmem_free(struct pcidrv_file *f, struct pcidriver_mem_id __user
 	struct pcidrv_dev *pd = f->pd;
 	struct pcidriver_mem_id req;
 	struct pcidrv_kmem *km;
+	int idx;
 
 	if (copy_from_user(&req, arg, minsz))
 		return -EFAULT;
 	if (req.argsz < minsz || req.flags || req.__reserved)
 		return -EINVAL;
 
+	idx = pcidrv_enter(pd);
+	if (idx < 0)
+		return idx;
 	xa_lock(&pd->kmem_xa);
 	km = xa_load(&pd->kmem_xa, req.id);
 	if (km && km->owner == f)
@@ -158,10 +174,10 @@ int pcidrv_ioctl_kmem_free(struct pcidrv_file *f, struct pcidriver_mem_id __user
 	else
 		km = NULL;
 	xa_unlock(&pd->kmem_xa);
-	if (!km)
-		return -ENOENT;
-	pcidrv_kmem_put(km);
-	return 0;
+	if (km)
+		pcidrv_kmem_put(km);
+	pcidrv_leave(pd, idx);
+	return km ? 0 : -ENOENT;
 }
 
 /*

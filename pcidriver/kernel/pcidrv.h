@@ -11,8 +11,11 @@
  *   remove() releases interrupts, user mappings and all DMA memory while still bound.
  *
  * Locking (outermost first)
- *   pd->srcu        read side around every use of the device by a file (ioctl, mmap,
- *                   release); never blocks, so it nests inside mmap_lock without ordering
+ *   pd->srcu        read side (pcidrv_enter/pcidrv_leave) around every use of the device by
+ *                   a file (ioctl, mmap, release). Never blocks on user space: no user memory
+ *                   is touched inside it (arguments are copied in before and out after, user
+ *                   pages are pinned before), so a stalled page fault (userfaultfd, FUSE)
+ *                   cannot hold up remove(); it nests inside mmap_lock without ordering
  *                   problems. remove() sets pd->dead, then synchronize_srcu().
  *   mmap_lock       taken by the core around mmap and vm_ops; remove() takes it (write,
  *                   empty) on the mm of every mapping to wait for mmap() calls in flight.
@@ -42,6 +45,7 @@
 #include <linux/wait.h>
 #include <linux/xarray.h>
 
+#include "compat.h"
 #include "pcidriver_uapi.h"
 
 #define PCIDRV_NAME		"pcidriver"
@@ -100,9 +104,10 @@ struct pcidrv_file {
 	atomic64_t *irq_seen;		/* [pd->nr_irqs]: counts this file has consumed */
 };
 
-/* Accounting of pinned/allocated pages against RLIMIT_MEMLOCK (mm->pinned_vm). */
+/* Pinned/allocated pages charged against RLIMIT_MEMLOCK, see acct.c. */
 struct pcidrv_acct {
-	struct mm_struct *mm;		/* mmgrab'd; NULL when nothing is charged */
+	struct user_struct *user;	/* referenced; NULL when nothing is charged */
+	struct mm_struct *mm;		/* mmgrab'd: its pinned_vm shows the charge */
 	unsigned long pages;
 };
 
@@ -131,13 +136,29 @@ struct pcidrv_umem {
 	struct pcidrv_acct acct;
 };
 
-/* vm_flags became read-only in 6.3; before that the helpers did not exist. */
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
-static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+/*
+ * The SRCU read side in which a file may use the device. Returns the index for
+ * pcidrv_leave(), or -ENODEV with nothing held once remove() has begun. Callers copy from
+ * and to user memory only outside it. (The __release/__acquire pair tells sparse that the
+ * read side spans the two calls, which it cannot follow through the conditional return.)
+ */
+static inline int pcidrv_enter(struct pcidrv_dev *pd)
 {
-	vma->vm_flags |= flags;
+	int idx = srcu_read_lock(&pd->srcu);
+
+	if (READ_ONCE(pd->dead)) {
+		srcu_read_unlock(&pd->srcu, idx);
+		return -ENODEV;
+	}
+	__release(&pd->srcu);
+	return idx;
 }
-#endif
+
+static inline void pcidrv_leave(struct pcidrv_dev *pd, int idx)
+{
+	__acquire(&pd->srcu);
+	srcu_read_unlock(&pd->srcu, idx);
+}
 
 /* main.c */
 extern unsigned int pcidrv_dma_bits;
@@ -157,9 +178,11 @@ int pcidrv_kmem_mmap(struct pcidrv_kmem *km, struct vm_area_struct *vma);
 void pcidrv_kmem_release_file(struct pcidrv_file *f);
 void pcidrv_kmem_release_all(struct pcidrv_dev *pd);
 
-/* umem.c */
+/* acct.c */
 int pcidrv_acct_charge(struct pcidrv_acct *acct, unsigned long pages);
 void pcidrv_acct_uncharge(struct pcidrv_acct *acct);
+
+/* umem.c */
 int pcidrv_ioctl_umem_map(struct pcidrv_file *f, struct pcidriver_umem_map __user *arg);
 int pcidrv_ioctl_umem_unmap(struct pcidrv_file *f, struct pcidriver_mem_id __user *arg);
 int pcidrv_ioctl_umem_sglist(struct pcidrv_file *f, struct pcidriver_umem_sglist __user *arg);

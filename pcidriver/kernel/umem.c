@@ -1,56 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * pcidriver.ko: user memory (umem). An existing user buffer pinned with FOLL_LONGTERM, put in
- * an sg_table and mapped for DMA, owned by one open file. Also the RLIMIT_MEMLOCK accounting
- * shared with kmem.
+ * an sg_table and mapped for DMA, owned by one open file.
  *
  * A umem is reference counted: its handle (the entry in pd->umem_xa) and lookups in progress,
  * which all run inside the device's SRCU read side; so after remove()'s synchronize_srcu()
  * only handles remain and remove() can release everything while still bound.
  */
+#include <linux/dma-direct.h>
 #include <linux/dma-mapping.h>
+#include <linux/iommu.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/vmalloc.h>
 
 #include "pcidrv.h"
-
-/* ---------------------------------------------------------------- RLIMIT_MEMLOCK */
-
-/*
- * Charge pages to current->mm->pinned_vm, as RDMA's ib_umem does: refused with -ENOMEM above
- * RLIMIT_MEMLOCK unless the caller has CAP_IPC_LOCK. The mm is remembered (mmgrab) so that
- * the charge is returned to it whoever releases the memory later.
- */
-int pcidrv_acct_charge(struct pcidrv_acct *acct, unsigned long pages)
-{
-	struct mm_struct *mm = current->mm;
-	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
-	s64 pinned;
-
-	if (!mm)
-		return -EFAULT;
-	pinned = atomic64_add_return(pages, &mm->pinned_vm);
-	if (pinned > limit && !capable(CAP_IPC_LOCK)) {
-		atomic64_sub(pages, &mm->pinned_vm);
-		return -ENOMEM;
-	}
-	mmgrab(mm);
-	acct->mm = mm;
-	acct->pages = pages;
-	return 0;
-}
-
-void pcidrv_acct_uncharge(struct pcidrv_acct *acct)
-{
-	if (!acct->mm)
-		return;
-	atomic64_sub(acct->pages, &acct->mm->pinned_vm);
-	mmdrop(acct->mm);
-	acct->mm = NULL;
-}
 
 /* ---------------------------------------------------------------- object lifetime */
 
@@ -149,50 +116,24 @@ static long pcidrv_umem_walk(struct pcidrv_umem *um,
 	return n;
 }
 
-#define PCIDRV_SG_BATCH 32
-
+/* Entries [first, first + count) of the coalesced list, gathered into a kernel array. */
 struct pcidrv_sg_copy {
-	struct pcidriver_sg_entry __user *dst;
-	u32 first, count;		/* range requested */
-	u32 copied;
-	u32 batched;
-	struct pcidriver_sg_entry batch[PCIDRV_SG_BATCH];
+	u32 first, count;
+	struct pcidriver_sg_entry *entries;
 };
-
-static int pcidrv_sg_flush(struct pcidrv_sg_copy *c)
-{
-	if (copy_to_user(c->dst + c->copied, c->batch, c->batched * sizeof(c->batch[0])))
-		return -EFAULT;
-	c->copied += c->batched;
-	c->batched = 0;
-	return 0;
-}
 
 static int pcidrv_sg_emit(void *ctx, u32 index, u64 addr, u64 len)
 {
 	struct pcidrv_sg_copy *c = ctx;
 
-	if (index < c->first || index - c->first >= c->count)
-		return 0;
-	c->batch[c->batched].bus_addr = addr;
-	c->batch[c->batched].length = len;
-	if (++c->batched == PCIDRV_SG_BATCH)
-		return pcidrv_sg_flush(c);
+	if (index >= c->first && index - c->first < c->count) {
+		c->entries[index - c->first].bus_addr = addr;
+		c->entries[index - c->first].length = len;
+	}
 	return 0;
 }
 
-/* ---------------------------------------------------------------- ioctls */
-
-/* pin_user_pages() lost its vmas argument in 6.5. */
-static long pcidrv_pin_pages(unsigned long start, unsigned long nr, unsigned int gup_flags,
-			     struct page **pages)
-{
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 5, 0)
-	return pin_user_pages(start, nr, gup_flags, pages, NULL);
-#else
-	return pin_user_pages(start, nr, gup_flags, pages);
-#endif
-}
+/* ---------------------------------------------------------------- pinning */
 
 /*
  * Pin [vaddr, vaddr + size) a page of page pointers at a time, appending to um->sgt. Every
@@ -200,6 +141,7 @@ static long pcidrv_pin_pages(unsigned long start, unsigned long nr, unsigned int
  * The slow path (pin_user_pages under mmap_lock) checks every VMA: VM_IO and VM_PFNMAP
  * mappings, such as BARs and kmem of this driver, fail with -EFAULT. pin_user_pages_fast()
  * would pin kmem pages that an IOMMU's dma_mmap_coherent() inserted as normal pages.
+ * Runs outside the device's SRCU read side: faulting the pages in may wait on user space.
  */
 static int pcidrv_umem_pin(struct pcidrv_umem *um, unsigned long vaddr, unsigned long npages)
 {
@@ -230,7 +172,7 @@ static int pcidrv_umem_pin(struct pcidrv_umem *um, unsigned long vaddr, unsigned
 			break;
 		}
 		mmap_read_lock(mm);
-		pinned = pcidrv_pin_pages(cur, n, gup_flags, pages);
+		pinned = pcidrv_pin_user_pages(cur, n, gup_flags, pages);
 		mmap_read_unlock(mm);
 		if (pinned <= 0) {
 			ret = pinned ? pinned : -EFAULT;
@@ -262,6 +204,36 @@ static int pcidrv_umem_pin(struct pcidrv_umem *um, unsigned long vaddr, unsigned
 	return 0;
 }
 
+/*
+ * -ERANGE unless the device can reach every page of um, directly or through a bounce
+ * buffer it can address. The DMA API WARNs when handed a page beyond the device's mask with
+ * no bounce pool (dma-direct), or a bounce pool beyond the mask (swiotlb), which a device
+ * with a mask below 32 bits meets on an ordinary machine: such a buffer is refused here
+ * instead. Behind an IOMMU (a DMA domain) bus addresses are IOVAs allocated within the mask.
+ */
+static int pcidrv_umem_check_reach(struct pcidrv_umem *um)
+{
+	struct device *dev = &um->pd->pdev->dev;
+	struct iommu_domain *domain = iommu_get_domain_for_dev(dev);
+	u64 limit = min_not_zero(dma_get_mask(dev), dev->bus_dma_limit);
+	struct scatterlist *sg;
+	phys_addr_t pool_last;
+	unsigned int i;
+
+	if (domain && iommu_is_dma_domain(domain))
+		return 0;
+	if (pcidrv_bounce_pool_last(dev, &pool_last) && phys_to_dma(dev, pool_last) <= limit)
+		return 0;		/* pages out of reach are bounced */
+	if (is_swiotlb_force_bounce(dev))
+		return -ERANGE;		/* every page would be bounced out of reach */
+	for_each_sgtable_sg(&um->sgt.sgt, sg, i)
+		if (phys_to_dma(dev, sg_phys(sg) + sg->length - 1) > limit)
+			return -ERANGE;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- ioctls */
+
 int pcidrv_ioctl_umem_map(struct pcidrv_file *f, struct pcidriver_umem_map __user *arg)
 {
 	unsigned long minsz = offsetofend(struct pcidriver_umem_map, sg_count);
@@ -270,9 +242,8 @@ int pcidrv_ioctl_umem_map(struct pcidrv_file *f, struct pcidriver_umem_map __use
 	struct pcidriver_umem_map req;
 	struct pcidrv_umem *um;
 	unsigned long npages;
-	long count;
 	u32 id;
-	int ret;
+	int ret, idx;
 
 	if (copy_from_user(&req, arg, minsz))
 		return -EFAULT;
@@ -296,42 +267,58 @@ int pcidrv_ioctl_umem_map(struct pcidrv_file *f, struct pcidriver_umem_map __use
 	ret = pcidrv_acct_charge(&um->acct, npages);
 	if (ret)
 		goto err_free;
-
 	ret = pcidrv_umem_pin(um, req.vaddr, npages);
+	if (!ret)
+		ret = pcidrv_umem_check_reach(um);
 	if (ret)
-		goto err_release;
+		goto err_put;	/* not mapped: unpins and uncharges */
 
+	idx = pcidrv_enter(pd);
+	if (idx < 0) {
+		ret = idx;
+		goto err_put;
+	}
 	ret = dma_map_sgtable(&pd->pdev->dev, &um->sgt.sgt, um->dir, 0);
-	if (ret)
-		goto err_release;
+	if (ret) {
+		/* dma-direct's -EIO: the bounce pool is full, i.e. out of DMA space */
+		ret = ret == -EIO ? -ENOMEM : ret;
+		goto err_put_leave;
+	}
 	um->dma_mapped = true;
 	atomic_inc(&pd->umem_count);
 	atomic64_add((u64)npages << PAGE_SHIFT, &pd->umem_pinned_bytes);
-
-	count = pcidrv_umem_walk(um, NULL, NULL);
-	um->sg_count = count;
+	um->sg_count = pcidrv_umem_walk(um, NULL, NULL);
 
 	ret = xa_alloc_cyclic(&pd->umem_xa, &id, um, XA_LIMIT(1, PCIDRIVER_ID_MAX),
 			      &pd->umem_next_id, GFP_KERNEL);
 	if (ret < 0) {
 		ret = ret == -EBUSY ? -ENOSPC : ret;
-		goto err_release;
+		goto err_put_leave;
 	}
 	um->id = id;
+	pcidrv_leave(pd, idx);
 
 	req.id = id;
 	req.sg_count = um->sg_count;
 	if (copy_to_user(arg, &req, minsz)) {
-		ret = -EFAULT;
+		idx = pcidrv_enter(pd);
+		if (idx < 0)
+			return -EFAULT;		/* remove() releases it */
 		/* unless another thread of this file guessed the ID and unmapped it already */
-		if (xa_cmpxchg(&pd->umem_xa, id, um, NULL, GFP_KERNEL) != um)
-			return ret;
-		goto err_release;
+		if (xa_cmpxchg(&pd->umem_xa, id, um, NULL, GFP_KERNEL) == um)
+			pcidrv_umem_put(um);
+		pcidrv_leave(pd, idx);
+		return -EFAULT;
 	}
 	return 0;
 
-err_release:
-	pcidrv_umem_put(um);	/* unmaps, unpins what was pinned, uncharges */
+err_put_leave:
+	pcidrv_umem_put(um);	/* unmaps while the device is alive */
+	pcidrv_leave(pd, idx);
+	return ret;
+
+err_put:
+	pcidrv_umem_put(um);
 	return ret;
 
 err_free:
@@ -345,12 +332,16 @@ int pcidrv_ioctl_umem_unmap(struct pcidrv_file *f, struct pcidriver_mem_id __use
 	struct pcidrv_dev *pd = f->pd;
 	struct pcidriver_mem_id req;
 	struct pcidrv_umem *um;
+	int idx;
 
 	if (copy_from_user(&req, arg, minsz))
 		return -EFAULT;
 	if (req.argsz < minsz || req.flags || req.__reserved)
 		return -EINVAL;
 
+	idx = pcidrv_enter(pd);
+	if (idx < 0)
+		return idx;
 	xa_lock(&pd->umem_xa);
 	um = xa_load(&pd->umem_xa, req.id);
 	if (um && um->owner == f)
@@ -358,76 +349,86 @@ int pcidrv_ioctl_umem_unmap(struct pcidrv_file *f, struct pcidriver_mem_id __use
 	else
 		um = NULL;
 	xa_unlock(&pd->umem_xa);
-	if (!um)
-		return -ENOENT;
-	pcidrv_umem_put(um);
-	return 0;
+	if (um)
+		pcidrv_umem_put(um);
+	pcidrv_leave(pd, idx);
+	return um ? 0 : -ENOENT;
 }
 
 int pcidrv_ioctl_umem_sglist(struct pcidrv_file *f, struct pcidriver_umem_sglist __user *arg)
 {
 	unsigned long minsz = offsetofend(struct pcidriver_umem_sglist, entries);
+	struct pcidrv_sg_copy c = { };
+	struct pcidrv_dev *pd = f->pd;
 	struct pcidriver_umem_sglist req;
-	struct pcidrv_sg_copy *c;
 	struct pcidrv_umem *um;
-	long n;
-	int ret;
+	int ret, idx;
 
 	if (copy_from_user(&req, arg, minsz))
 		return -EFAULT;
 	if (req.argsz < minsz || req.flags)
 		return -EINVAL;
+
+	idx = pcidrv_enter(pd);
+	if (idx < 0)
+		return idx;
+	ret = -ENOENT;
 	um = pcidrv_umem_get(f, req.id);
 	if (!um)
-		return -ENOENT;
-
+		goto out_leave;
 	ret = -EINVAL;
 	if (req.first > um->sg_count)
 		goto out_put;
+	c.first = req.first;
+	c.count = min(req.count, um->sg_count - req.first);
 	ret = -ENOMEM;
-	c = kzalloc(sizeof(*c), GFP_KERNEL);
-	if (!c)
+	c.entries = kvmalloc_array(max(c.count, 1U), sizeof(*c.entries), GFP_KERNEL_ACCOUNT);
+	if (!c.entries)
 		goto out_put;
-	c->dst = u64_to_user_ptr(req.entries);
-	c->first = req.first;
-	c->count = min(req.count, um->sg_count - req.first);
-	n = pcidrv_umem_walk(um, pcidrv_sg_emit, c);
-	ret = n < 0 ? n : 0;
-	if (!ret && c->batched)
-		ret = pcidrv_sg_flush(c);
-	if (!ret) {
-		req.count = c->copied;
-		req.total = um->sg_count;
-		if (copy_to_user(arg, &req, minsz))
-			ret = -EFAULT;
-	}
-	kfree(c);
+	pcidrv_umem_walk(um, pcidrv_sg_emit, &c);
+	req.count = c.count;
+	req.total = um->sg_count;
+	ret = 0;
 out_put:
 	pcidrv_umem_put(um);
+out_leave:
+	pcidrv_leave(pd, idx);
+
+	if (!ret && (copy_to_user(u64_to_user_ptr(req.entries), c.entries,
+				  (size_t)c.count * sizeof(*c.entries)) ||
+		     copy_to_user(arg, &req, minsz)))
+		ret = -EFAULT;
+	kvfree(c.entries);
 	return ret;
 }
 
 int pcidrv_ioctl_umem_sync(struct pcidrv_file *f, struct pcidriver_umem_sync __user *arg)
 {
 	unsigned long minsz = offsetofend(struct pcidriver_umem_sync, __reserved);
-	struct device *dev = &f->pd->pdev->dev;
+	struct pcidrv_dev *pd = f->pd;
 	struct pcidriver_umem_sync req;
 	struct pcidrv_umem *um;
+	int idx;
 
 	if (copy_from_user(&req, arg, minsz))
 		return -EFAULT;
 	if (req.argsz < minsz || req.__reserved ||
 	    (req.flags != PCIDRIVER_SYNC_FOR_CPU && req.flags != PCIDRIVER_SYNC_FOR_DEVICE))
 		return -EINVAL;
+
+	idx = pcidrv_enter(pd);
+	if (idx < 0)
+		return idx;
 	um = pcidrv_umem_get(f, req.id);
-	if (!um)
-		return -ENOENT;
-	if (req.flags == PCIDRIVER_SYNC_FOR_CPU)
-		dma_sync_sgtable_for_cpu(dev, &um->sgt.sgt, um->dir);
-	else
-		dma_sync_sgtable_for_device(dev, &um->sgt.sgt, um->dir);
-	pcidrv_umem_put(um);
-	return 0;
+	if (um) {
+		if (req.flags == PCIDRIVER_SYNC_FOR_CPU)
+			dma_sync_sgtable_for_cpu(&pd->pdev->dev, &um->sgt.sgt, um->dir);
+		else
+			dma_sync_sgtable_for_device(&pd->pdev->dev, &um->sgt.sgt, um->dir);
+		pcidrv_umem_put(um);
+	}
+	pcidrv_leave(pd, idx);
+	return um ? 0 : -ENOENT;
 }
 
 /* Drop the handles of file f (its last close); see pcidrv_kmem_release_file(). */

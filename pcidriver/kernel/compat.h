@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * pcidriver.ko: the differences between the kernels we build against (6.1 ... 6.12), in one
+ * place. Everything else is written against the current API.
+ */
+#ifndef PCIDRV_COMPAT_H
+#define PCIDRV_COMPAT_H
+
+#include <linux/mm.h>
+#include <linux/swiotlb.h>
+#include <linux/version.h>
+
+/* vm_flags became read-only in 6.3; before that the helpers did not exist. */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
+static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vma->vm_flags |= flags;
+}
+#endif
+
+/* pin_user_pages() lost its vmas argument in 6.5. */
+static inline long pcidrv_pin_user_pages(unsigned long start, unsigned long nr,
+					 unsigned int gup_flags, struct page **pages)
+{
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 5, 0)
+	return pin_user_pages(start, nr, gup_flags, pages, NULL);
+#else
+	return pin_user_pages(start, nr, gup_flags, pages);
+#endif
+}
+
+/*
+ * The last byte of the swiotlb bounce pool that dev's streaming mappings use, if dev has
+ * one. The pool moved into struct io_tlb_pool in 6.6; newer kernels no longer export
+ * is_swiotlb_active(), so the structure is read directly (dev->dma_io_tlb_mem is what the
+ * DMA core itself uses; its default pool is allocated once at boot).
+ */
+static inline bool pcidrv_bounce_pool_last(struct device *dev, phys_addr_t *last)
+{
+#ifdef CONFIG_SWIOTLB
+	struct io_tlb_mem *mem = dev->dma_io_tlb_mem;
+
+	if (!mem || !mem->nslabs)
+		return false;
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 6, 0)
+	*last = mem->end - 1;
+#else
+	*last = mem->defpool.end - 1;
+#endif
+	return true;
+#else
+	return false;
+#endif
+}
+
+#endif /* PCIDRV_COMPAT_H */
