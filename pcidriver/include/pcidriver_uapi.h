@@ -46,7 +46,8 @@
 /*
  * mmap offsets. Bits 40..43 of the byte offset select a region, bits 0..39 are the offset inside
  * it. Only MAP_SHARED mappings are accepted; a mapping cannot be split (partial munmap or
- * mprotect fail with EINVAL). Errors: EINVAL unknown region, absent or I/O BAR, BAR smaller than
+ * mprotect fail with EINVAL) and is not inherited by fork() (the child has no mapping there:
+ * a child maps what it needs itself, through the inherited file). Errors: EINVAL unknown region, absent or I/O BAR, BAR smaller than
  * a page, write-combining on a non-prefetchable BAR, a range outside the BAR or kmem, a kmem
  * offset with bits 0..15 set, MAP_PRIVATE; ENOENT a kmem ID this file does not own; ENODEV.
  *

@@ -7,6 +7,7 @@
 #define PCIDRV_COMPAT_H
 
 #include <linux/mm.h>
+#include <linux/sched.h>
 #include <linux/swiotlb.h>
 #include <linux/version.h>
 
@@ -18,14 +19,23 @@ static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
 }
 #endif
 
-/* pin_user_pages() lost its vmas argument in 6.5. */
+/*
+ * Pins with the slow path (VMA checks). From 6.5 the unlocked variant, whose faults may drop
+ * mmap_lock and wait (userfaultfd-managed memory then works; 6.1 warns when it is given
+ * FOLL_LONGTERM); before, under mmap_lock, where such a fault fails with -EFAULT.
+ */
 static inline long pcidrv_pin_user_pages(unsigned long start, unsigned long nr,
 					 unsigned int gup_flags, struct page **pages)
 {
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 5, 0)
-	return pin_user_pages(start, nr, gup_flags, pages, NULL);
+	long ret;
+
+	mmap_read_lock(current->mm);
+	ret = pin_user_pages(start, nr, gup_flags, pages, NULL);
+	mmap_read_unlock(current->mm);
+	return ret;
 #else
-	return pin_user_pages(start, nr, gup_flags, pages);
+	return pin_user_pages_unlocked(start, nr, pages, gup_flags);
 #endif
 }
 

@@ -301,11 +301,8 @@ static long pcidrv_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 
 /*
  * Every mmap() of the device is tracked by a struct pcidrv_mapping, shared by the VMAs
- * derived from it (fork, mremap; splitting is refused). Its only purpose is remove(): a VMA
- * is linked into the file's address_space only after ->mmap returns, so a mapping made
- * concurrently with remove() could escape unmap_mapping_range(). remove() therefore first
- * takes the mmap_lock of every mm that has called mmap() on the device (pcidrv_zap_mappings),
- * which waits for such an mmap() to finish linking its VMA, and then zaps.
+ * derived from it (mremap; splitting is refused, fork does not copy them). Its purpose is
+ * remove(), which revokes every mapping in the mm that made it (pcidrv_zap_mappings).
  */
 struct pcidrv_mapping {
 	refcount_t refs;		/* VMAs using this mapping */
@@ -372,7 +369,7 @@ static int pcidrv_mmap_bar(struct pcidrv_dev *pd, struct vm_area_struct *vma,
 
 	vma->vm_page_prot = wc ? pgprot_writecombine(vma->vm_page_prot) :
 				 pgprot_noncached(vma->vm_page_prot);
-	vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
+	vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY);
 	return io_remap_pfn_range(vma, vma->vm_start, (start + offset) >> PAGE_SHIFT, size,
 				  vma->vm_page_prot);
 }
@@ -443,11 +440,36 @@ out_unlock:
 	return ret;
 }
 
+/* Removes the pages of every VMA of pd in mm, with mm's mmap_lock held for writing. */
+static void pcidrv_zap_mm(struct pcidrv_dev *pd, struct mm_struct *mm)
+{
+	struct vm_area_struct *vma;
+	VMA_ITERATOR(vmi, mm, 0);
+
+	if (!mmget_not_zero(mm))
+		return;		/* exiting: exit_mmap() unmaps everything, nothing runs in it */
+	mmap_write_lock(mm);
+	for_each_vma(vmi, vma) {
+		struct pcidrv_mapping *map = vma->vm_private_data;
+
+		if (vma->vm_ops == &pcidrv_vm_ops && map->pd == pd)
+			zap_vma_ptes(vma, vma->vm_start, vma->vm_end - vma->vm_start);
+	}
+	mmap_write_unlock(mm);
+	mmput(mm);
+}
+
 /*
  * Called by remove() after the device was marked dead and synchronize_srcu(): no new
- * mapping can be created. Waits for mmap() calls that already passed ->mmap to link their
- * VMA, then removes every page of every mapping of the device; later accesses get SIGBUS
- * (no ->fault handler). The VMAs themselves live on until munmap or exit.
+ * mapping can be created. Removes every page of every mapping of the device; later accesses
+ * get SIGBUS (no ->fault handler). The VMAs themselves live on until munmap or exit.
+ *
+ * Each mm is handled under its mmap_lock held for writing, which also waits for mmap()
+ * calls that already passed ->mmap to link their VMA. The lock matters for VM_PFNMAP VMAs:
+ * their first unmap also ends their PAT tracking (x86), and one that races with the
+ * process's own munmap() or exit WARNs in untrack_pfn(). Mappings are VM_DONTCOPY, so they
+ * exist only in the mm that called mmap(). unmap_mapping_range() then catches what
+ * zap_vma_ptes() leaves (kmem inserted as pages behind an IOMMU: VM_MIXEDMAP, no tracking).
  */
 void pcidrv_zap_mappings(struct pcidrv_dev *pd)
 {
@@ -458,18 +480,17 @@ void pcidrv_zap_mappings(struct pcidrv_dev *pd)
 		mm = NULL;
 		mutex_lock(&pd->map_lock);
 		list_for_each_entry(map, &pd->mappings, node) {
-			if (!map->fenced) {
-				map->fenced = true;
+			if (!map->fenced && !mm) {
 				mm = map->mm;
 				mmgrab(mm);
-				break;
 			}
+			if (map->mm == mm)
+				map->fenced = true;
 		}
 		mutex_unlock(&pd->map_lock);
 		if (!mm)
 			break;
-		mmap_write_lock(mm);
-		mmap_write_unlock(mm);
+		pcidrv_zap_mm(pd, mm);
 		mmdrop(mm);
 	}
 	unmap_mapping_range(pd->inode->i_mapping, 0, 0, 1);

@@ -193,7 +193,7 @@ int pcidrv_kmem_mmap(struct pcidrv_kmem *km, struct vm_area_struct *vma)
 	if (size > PAGE_ALIGN(km->size))
 		return -EINVAL;
 	vma->vm_pgoff = 0;	/* dma_mmap_coherent() takes it as the offset into the buffer */
-	vm_flags_set(vma, VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
+	vm_flags_set(vma, VM_IO | VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY);
 
 	mutex_lock(&km->pd->kmem_lock);
 	if (km->cpu_addr)

@@ -138,10 +138,10 @@ static int pcidrv_sg_emit(void *ctx, u32 index, u64 addr, u64 len)
 /*
  * Pin [vaddr, vaddr + size) a page of page pointers at a time, appending to um->sgt. Every
  * chunk but the last ends on a page boundary, as sg_alloc_append_table_from_pages() needs.
- * The slow path (pin_user_pages under mmap_lock) checks every VMA: VM_IO and VM_PFNMAP
- * mappings, such as BARs and kmem of this driver, fail with -EFAULT. pin_user_pages_fast()
- * would pin kmem pages that an IOMMU's dma_mmap_coherent() inserted as normal pages.
- * Runs outside the device's SRCU read side: faulting the pages in may wait on user space.
+ * The slow path checks every VMA: VM_IO and VM_PFNMAP mappings, such as BARs and kmem of
+ * this driver, fail with -EFAULT. pin_user_pages_fast() would pin kmem pages that an IOMMU's
+ * dma_mmap_coherent() inserted as normal pages. Faulting the pages in may wait on user space
+ * (userfaultfd, FUSE), so this runs outside the device's SRCU read side.
  */
 static int pcidrv_umem_pin(struct pcidrv_umem *um, unsigned long vaddr, unsigned long npages)
 {
@@ -151,7 +151,6 @@ static int pcidrv_umem_pin(struct pcidrv_umem *um, unsigned long vaddr, unsigned
 	unsigned int gup_flags = FOLL_LONGTERM;
 	unsigned int offset = offset_in_page(vaddr);
 	unsigned long cur = vaddr & PAGE_MASK;
-	struct mm_struct *mm = current->mm;
 	u64 bytes = 0, excess;
 	struct page **pages;
 	struct scatterlist *last;
@@ -171,9 +170,7 @@ static int pcidrv_umem_pin(struct pcidrv_umem *um, unsigned long vaddr, unsigned
 			ret = -EINTR;
 			break;
 		}
-		mmap_read_lock(mm);
 		pinned = pcidrv_pin_user_pages(cur, n, gup_flags, pages);
-		mmap_read_unlock(mm);
 		if (pinned <= 0) {
 			ret = pinned ? pinned : -EFAULT;
 			break;
