@@ -41,6 +41,7 @@ const char *errname(int err);		/* "ENOENT" for 2 or -2 */
 long sysfs_long(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int sysfs_write(const char *path, const char *value);
 int read_file(const char *path, void *buf, size_t len);	/* bytes read or -errno */
+long vm_pin_kb(void);			/* VmPin of this process in kB, -1 if unknown */
 long stat_long(unsigned int minor, const char *attr);	/* /sys/class/pcidriver/fpgaN/attr */
 int count_devices(void);		/* /dev/fpga* */
 int raw_open(unsigned int minor);	/* open("/dev/fpgaN") or -errno */

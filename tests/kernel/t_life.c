@@ -36,18 +36,6 @@ static void diag_counts(unsigned int minor)
 		 stat_long(minor, "umem_count"), stat_long(minor, "umem_pinned_bytes"));
 }
 
-static long vm_pin_kb(void)
-{
-	char buf[4096], *p;
-	int n = read_file("/proc/self/status", buf, sizeof(buf) - 1);
-
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	p = strstr(buf, "VmPin:");
-	return p ? strtol(p + 6, NULL, 10) : -1;
-}
-
 static int raw_mem_id(int fd, unsigned long cmd, uint32_t id)
 {
 	struct pcidriver_mem_id req = { .argsz = sizeof(req), .id = id };
@@ -334,6 +322,7 @@ const struct pdt_group grp_lifetime = { "lifetime", lifetime_checks, lifetime_ru
 static const char *const unpriv_checks[] = {
 	"unpriv: a member of the device group opens /dev/fpga0 (mode 0660)",
 	"unpriv: reads config space",
+	"unpriv: reads config space beyond the 64 bytes sysfs shows it (the whole 256)",
 	"unpriv: a config write fails with EPERM",
 	"unpriv: umem within RLIMIT_MEMLOCK (64 KiB) works",
 	"unpriv: umem beyond RLIMIT_MEMLOCK fails with ENOMEM",
@@ -354,7 +343,7 @@ static void drop_privileges(uid_t uid, gid_t gid)
 
 static void unpriv_child(void)
 {
-	uint8_t cfg[64], *buf = NULL;
+	uint8_t cfg[64], cfg_all[256], *buf = NULL;
 	uint16_t cmd = 0;
 	struct pd_regs regs;
 	pd_device *dev;
@@ -371,29 +360,33 @@ static void unpriv_child(void)
 		_exit(1);
 	a = pd_cfg_read(dev, 0, cfg, sizeof(cfg));
 	CHECK(unpriv_checks[1], !a && cfg[0] == 0x34 && cfg[1] == 0x12, "%s", errname(a));
+	a = pd_cfg_read(dev, 0, cfg_all, sizeof(cfg_all));
+	CHECK(unpriv_checks[2], !a && !memcmp(cfg_all, cfg, sizeof(cfg)) &&
+	      cfg_all[0x34] >= 0x40 && cfg_all[0x34] < 0xff,
+	      "%s, capability pointer %#x", errname(a), cfg_all[0x34]);
 	a = pd_cfg_read(dev, 4, &cmd, 2);
 	b = a ? a : pd_cfg_write(dev, 4, &cmd, 2);
-	CHECK(unpriv_checks[2], b == -EPERM, "%s", errname(b));
+	CHECK(unpriv_checks[3], b == -EPERM, "%s", errname(b));
 
 	a = pd_umem_map(dev, buf, 32 << 10, PD_DMA_BIDIRECTIONAL, &um);
-	CHECK(unpriv_checks[3], !a, "%s", errname(a));
+	CHECK(unpriv_checks[4], !a, "%s", errname(a));
 	b = pd_umem_map(dev, buf + (64 << 10), 128 << 10, PD_DMA_TO_DEVICE, &um2);
-	CHECK(unpriv_checks[4], b == -ENOMEM, "%s", errname(b));
+	CHECK(unpriv_checks[5], b == -ENOMEM, "%s", errname(b));
 	a = pd_kmem_alloc(dev, 48 << 10, &km);		/* 32 + 48 > 64 KiB */
 	b = pd_kmem_alloc(dev, 16 << 10, &km2);		/* 32 + 16 <= 64 KiB */
-	CHECK(unpriv_checks[5], a == -ENOMEM && !b, "%s %s", errname(a), errname(b));
+	CHECK(unpriv_checks[6], a == -ENOMEM && !b, "%s %s", errname(a), errname(b));
 
 	a = um ? pd_umem_unmap(um) : -EINVAL;
 	b = km2 ? pd_kmem_free(km2) : -EINVAL;
 	um = NULL;
 	c = pd_umem_map(dev, buf, 60 << 10, PD_DMA_TO_DEVICE, &um);
-	CHECK(unpriv_checks[6], !a && !b && !c && vm_pin_kb() == 60, "%s %s %s VmPin %ld kB",
+	CHECK(unpriv_checks[7], !a && !b && !c && vm_pin_kb() == 60, "%s %s %s VmPin %ld kB",
 	      errname(a), errname(b), errname(c), vm_pin_kb());
 	if (um)
 		pd_umem_unmap(um);
 
 	a = pd_regs_get(dev, 0, &regs);
-	CHECK(unpriv_checks[7], !a && pd_reg_read32(&regs, EDU_ID) == 0x010000ed, "%s",
+	CHECK(unpriv_checks[8], !a && pd_reg_read32(&regs, EDU_ID) == 0x010000ed, "%s",
 	      errname(a));
 	pd_close(dev);
 	_exit(0);
@@ -419,7 +412,7 @@ static void unpriv_run(void)
 	if (pid == 0) {
 		drop_privileges(OTHER_ID, OTHER_ID);
 		fd = raw_open(0);
-		CHECK(unpriv_checks[8], fd == -EACCES, "%s", errname(fd));
+		CHECK(unpriv_checks[9], fd == -EACCES, "%s", errname(fd));
 		_exit(0);
 	}
 	waitpid(pid, &status, 0);

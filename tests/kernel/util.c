@@ -58,9 +58,22 @@ const char *errname(int err)
 	case EOPNOTSUPP: return "EOPNOTSUPP";
 	case ETIMEDOUT: return "ETIMEDOUT";
 	case EPROTO: return "EPROTO";
+	case ERANGE: return "ERANGE";
 	}
 	snprintf(buf, sizeof(buf), "errno %d", err);
 	return buf;
+}
+
+long vm_pin_kb(void)
+{
+	char buf[4096], *p;
+	int n = read_file("/proc/self/status", buf, sizeof(buf) - 1);
+
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strstr(buf, "VmPin:");
+	return p ? strtol(p + 6, NULL, 10) : -1;
 }
 
 int read_file(const char *path, void *buf, size_t len)
