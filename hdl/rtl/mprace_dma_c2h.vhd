@@ -69,9 +69,10 @@ architecture rtl of mprace_dma_c2h is
     timer      : unsigned(31 downto 0);
     abort      : std_logic;
     abort_code : code_t;
+    flushing   : std_logic;     -- a data flush waits for the write engine to drop the ring
   end record;
   constant R_INIT_c : two_process_r := (stopping => '0', halted => '0', resetting => '0',
-    timer => (others => '0'), abort => '0', abort_code => (others => '0'));
+    timer => (others => '0'), abort => '0', abort_code => (others => '0'), flushing => '0');
 
   signal r, r_next     : two_process_r := R_INIT_c;
 
@@ -100,6 +101,9 @@ architecture rtl of mprace_dma_c2h is
   signal eop_pop       : std_logic;
   signal src_progress  : std_logic;
   signal cleared       : std_logic;
+  signal src_hold      : std_logic;
+  signal src_tvalid    : std_logic;
+  signal src_tready    : std_logic;
 
   signal ev_valid      : std_logic;
   signal ev_code       : code_t;
@@ -121,12 +125,24 @@ begin
                                 shift_left(resize(desc.slot, 64), log2ceil(DESC_SIZE_c)) +
                                 DESC_RESULT_BYTES_c);
 
+  -- The source changed, or RESET: hold it back from when the write engine can drop the old
+  -- data until it has, so that nothing offered after the change is dropped with it. While a
+  -- descriptor is in progress the drop waits for its end, which needs source data: no hold.
+  src_hold   <= data_flush or ctrl.reset or r.resetting or (r.flushing and wr_idle);
+  src_tvalid <= s_tvalid and not src_hold;
+  s_tready   <= src_tready and not src_hold;
+
   p_comb : process(all)
     variable v       : two_process_r;
     variable stalled : boolean;
   begin
     v := r;
     v.abort := '0';
+    if data_flush = '1' then
+      v.flushing := '1';
+    elsif cleared = '1' then
+      v.flushing := '0';
+    end if;
 
     if desc_valid = '1' and desc_ready = '1' then
       if desc.stop = '1' then
@@ -190,8 +206,8 @@ begin
     generic map (ring_log2_g => ring_log2_g)
     port map (
       clk => clk, rst => rst, flush => cleared,
-      s_tdata => s_tdata, s_tkeep => s_tkeep, s_tlast => s_tlast, s_tvalid => s_tvalid,
-      s_tready => s_tready,
+      s_tdata => s_tdata, s_tkeep => s_tkeep, s_tlast => s_tlast, s_tvalid => src_tvalid,
+      s_tready => src_tready,
       wr_en => ring_wr_en, wr_pos => ring_wr_pos, wr_data => ring_wr_data,
       rd_pos => rd_pos, wr_commit => wr_commit, eop_valid => eop_valid, eop_pos => eop_pos,
       eop_pop => eop_pop, progress => src_progress);
@@ -236,6 +252,7 @@ begin
         r.resetting <= '0';
         r.timer     <= (others => '0');
         r.abort     <= '0';
+        r.flushing  <= '0';
       end if;
     end if;
   end process;

@@ -299,7 +299,9 @@ begin
         end if;
 
       when Stream_s =>
-        fail := rd_err_valid = '1' and rd_err_pos = r.o_pos;
+        -- the failed read starts inside the next beat: the data before it never makes a
+        -- whole beat, so the error must not wait for o_pos to reach it
+        fail := rd_err_valid = '1' and rd_err_pos - r.o_pos < cnt;
         if r.abort = '1' then
           v.o_code := r.abort_code;
           v.o_st := Rec_s;

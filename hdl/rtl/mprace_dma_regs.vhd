@@ -84,6 +84,8 @@ architecture rtl of mprace_dma_regs is
     state      : state_arr_t;
     run        : std_logic_vector(0 to 1);
     abort      : std_logic_vector(0 to 1);
+    aborting   : std_logic_vector(0 to 1);    -- ABORT written, the channel has not reported
+    hold       : unsigned(12 downto 0);       -- clocks a read has waited for it
     creset     : std_logic_vector(0 to 1);
     code       : code_arr_t;
     ring_base  : slv64_arr_t;
@@ -101,11 +103,16 @@ architecture rtl of mprace_dma_regs is
     irq_enable => (others => '0'), test_ctrl => (others => '0'), test_wr => '0',
     pg_seed => (others => '0'), pg_seed_wr => '0', pg_rate => (others => '0'),
     ck_seed => (others => '0'), ck_seed_wr => '0', soft_reset => '0',
-    state => (others => STATE_IDLE_c), run => "00", abort => "00", creset => "00",
+    state => (others => STATE_IDLE_c), run => "00", abort => "00", aborting => "00",
+    hold => (others => '0'), creset => "00",
     code => (others => (others => '0')), ring_base => (others => (others => '0')),
     ring_size => (others => (others => '0')), tail => (others => (others => '0')),
     head => (others => (others => '0')), timeout => (others => (others => '0')),
     bytes => (others => (others => '0')), bytes_hi => (others => (others => '0')));
+
+  -- A read waits at most this long for an ABORT to take effect (16 us at 250 MHz: well inside
+  -- the host's completion timeout); dma-engine.md section 4.
+  constant HOLD_MAX_c : natural := 4095;
 
   signal r, r_next : two_process_r := R_INIT_c;
   -- the free-running counter lives apart from r: it changes every clock, r rarely does
@@ -155,7 +162,8 @@ begin
     end if;
     wbit := reg_wdata;
     -- a read is answered a clock after reg_rd, so that it sees every effect of the writes
-    -- before it (the test-logic and channel pulses are registered once)
+    -- before it (the test-logic and channel pulses are registered once); after an ABORT it
+    -- waits until the channel has reported the abort (see the end of this process)
     v.rd_pend := reg_rd;
     if reg_rd = '1' then
       v.rd_addr := reg_addr;
@@ -171,6 +179,7 @@ begin
             if r.state(ch) /= STATE_ERROR_c then
               v.run(ch) := wbit(CH_CONTROL_RUN_LSB_c);
               v.abort(ch) := wbit(CH_CONTROL_ABORT_LSB_c);
+              v.aborting(ch) := r.aborting(ch) or wbit(CH_CONTROL_ABORT_LSB_c);
             end if;
           end if;
         elsif off = CHREG_RING_BASE_LO_c and r.state(ch) /= STATE_RUNNING_c then
@@ -231,6 +240,7 @@ begin
         end if;
       end if;
       if chan_stat(c).err = '1' then
+        v.aborting(c) := '0';
         v.state(c) := STATE_ERROR_c;
         v.code(c)  := chan_stat(c).err_code;
         v.run(c)   := '0';
@@ -248,6 +258,7 @@ begin
         v.state(c)  := STATE_IDLE_c;
         v.run(c)    := '0';
         v.abort(c)  := '0';
+        v.aborting(c) := '0';
         v.code(c)   := (others => '0');
         v.head(c)   := (others => '0');
         v.tail(c)   := (others => '0');
@@ -364,9 +375,16 @@ begin
           null;
       end case;
     end if;
-    if r.rd_pend = '1' then
+    if r.rd_pend = '1' and r.aborting /= "00" and r.hold < HOLD_MAX_c then
+      v.rd_pend := '1';                -- the channel reports an abort in a few clocks
+      v.hold    := r.hold + 1;
+    elsif r.rd_pend = '1' then
       v.rdata  := rd;
       v.rvalid := '1';
+      v.hold   := (others => '0');
+      if r.hold = HOLD_MAX_c then
+        v.aborting := "00";            -- never reported (not expected): stop waiting for it
+      end if;
     end if;
 
     r_next <= v;
@@ -426,6 +444,8 @@ begin
         r.state      <= (others => STATE_IDLE_c);
         r.run        <= "00";
         r.abort      <= "00";
+        r.aborting   <= "00";
+        r.hold       <= (others => '0');
         r.creset     <= "11";
         r.code       <= (others => (others => '0'));
         r.head       <= (others => (others => '0'));

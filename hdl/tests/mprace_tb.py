@@ -468,6 +468,8 @@ class HostCompleter:
         self.split = False
         self.reorder = False
         self.holes = []          # (start, end, core timeout in ns or None)
+        self.faults = []         # (start, end, kind): reads touching it fail, see fail_reads
+        self.failed = []         # the read requests answered with an error
         self.dropped = []
         self.pending = []        # per request: list of completions still to send
         self.wake = Event()
@@ -480,6 +482,27 @@ class HostCompleter:
     def black_hole(self, start, size, core_timeout_ns=None):
         self.holes.append((start, start + size, core_timeout_ns))
 
+    def fail_reads(self, start, size, kind):
+        """Reads that touch [start, start + size) complete with an error: kind "ur"
+        (Unsupported Request), "ca" (Completer Abort) or "poison" (data, poisoned)."""
+        self.faults.append((start, start + size, kind))
+
+    def _fault(self, tlp):
+        for start, end, kind in self.faults:
+            if tlp.address < end and start < tlp.address + tlp.length * 4:
+                self.failed.append(tlp)
+                if kind == "ur":
+                    return [Tlp.create_ur_completion_for_tlp(tlp, PcieId(0, 0, 0))]
+                if kind == "ca":
+                    return [Tlp.create_ca_completion_for_tlp(tlp, PcieId(0, 0, 0))]
+                cpl = Tlp.create_completion_data_for_tlp(tlp, PcieId(0, 0, 0))
+                cpl.byte_count = tlp.length * 4
+                cpl.lower_address = tlp.address & 0x7F
+                cpl.set_data(bytes(tlp.length * 4))
+                cpl.ep = True
+                return [cpl]
+        return None
+
     async def handle(self, tlp):
         for start, end, tmo in self.holes:
             if start <= tlp.address < end:
@@ -487,6 +510,14 @@ class HostCompleter:
                 if tmo is not None:
                     cocotb.start_soon(self._core_timeout(tlp, tmo))
                 return
+        fault = self._fault(tlp)
+        if fault is not None:
+            if self.split or self.reorder:
+                self.pending.append(fault)
+                self.wake.set()
+            else:
+                await self.rc.send(fault[0])
+            return
         if not (self.split or self.reorder) or \
                 not self.rc.mem_address_space.find_regions(tlp.address, tlp.length * 4):
             await self.rc.handle_mem_read_tlp(tlp)

@@ -1144,6 +1144,139 @@ async def ring_control(dut):
     tb.check_protocol()
 
 
+# ------------------------------------------------------------------------------ data read errors
+
+@cocotb.test()
+async def h2c_read_errors(dut):
+    """A data read that fails in the middle of a descriptor (Unsupported Request, Completer
+    Abort, poisoned completion), the descriptor at a random 4-byte offset: the data before
+    the failed read reaches the sink in whole beats, the record says BUS_ERROR with those
+    bytes, the channel stops in ERROR with the error interrupt, and nothing after it runs."""
+    tb = make_tb(dut)
+    await tb.init()
+    rng = tb.rng
+    tb.completer.reorder = bool(env_int("MPRACE_REORDER", 0))
+    tb.completer.split = tb.completer.reorder
+    E = S.err
+    errbit = 1 << S.irq_bit["ERROR"]
+    beat = 32
+    await tb.wr("TEST_CONTROL", TEST_CONTROL(H2C_SINK=SRC_USER))
+    tb.h2c.start()
+    ring = Ring(tb, H2C, 8)
+    await ring.configure()
+    for k in range(env_int("MPRACE_COUNT", 6)):
+        kind = ("ur", "ca", "poison")[k % 3]
+        n = 4 * rng.randint(3 * tb.mrrs // 4, 2 * tb.mrrs)
+        (fa, fo, fn), (a, o, _), (la, lo, ln) = alloc_buffers(tb, [64, n, 64])
+        for off, length in ((fo, fn), (o, n), (lo, ln)):
+            tb.mem[off:off + length] = tb.rand_bytes(length)
+        # a point past the first read of the descriptor (reads are at most MRRS bytes)
+        f = 4 * rng.randrange((tb.mrrs + 4) // 4, (n - 4) // 4)
+        tb.completer.faults.clear()
+        tb.completer.failed.clear()
+        tb.completer.fail_reads(a + f, 4, kind)
+        tb.h2c.data.clear()
+        await ring.submit([(fa, fn, 0), (a, n, 0), (la, ln, 0)])
+        await tb.ch_control(H2C, run=1)
+        await tb.wait_state(H2C, "ERROR")
+        what = f"round {k}: {kind} at byte {f} of {n}, buffer at {a:#x}"
+        await expect_state(tb, H2C, "ERROR", E["BUS_ERROR"])
+        assert tb.completer.failed, what
+        before = tb.completer.failed[0].address - a
+        got = before // beat * beat
+        check_record(ring, ring.tail - 3, fn)
+        check_record(ring, ring.tail - 2, got, code=E["BUS_ERROR"])
+        assert ring.result(ring.tail - 1) == (0, 0), f"{what}: descriptor after the error ran"
+        assert bytes(tb.h2c.data) == bytes(tb.mem[fo:fo + fn]) + bytes(tb.mem[o:o + got]), \
+            f"{what}: sink got {len(tb.h2c.data)} bytes, expected {fn + got}"
+        assert await tb.rd("IRQ_STATUS") & errbit, what
+        await tb.wr("IRQ_STATUS", errbit)
+        await reset_channel(tb, H2C, ring)
+    # and the channel works again
+    tb.completer.faults.clear()
+    tb.h2c.data.clear()
+    (a, o, n), = alloc_buffers(tb, [4096])
+    tb.mem[o:o + n] = tb.rand_bytes(n)
+    await tb.ch_control(H2C, run=1)
+    await run_ring(tb, ring, [(a, n, 0)])
+    assert bytes(tb.h2c.data) == bytes(tb.mem[o:o + n])
+    tb.check_protocol()
+
+
+# ------------------------------------------------------------------------------ source switch
+
+@cocotb.test()
+async def c2h_source_switch(dut):
+    """User data already offered on s_axis_c2h while another source is selected is taken only
+    after the TEST_CONTROL write that selects the user stream, and none of it is lost: the
+    data the old source left in the engine is dropped, the new source's is not."""
+    tb = make_tb(dut)
+    await tb.init()
+    rng = tb.rng
+    ring = Ring(tb, C2H, 8)
+    await ring.configure()
+    for k, old in enumerate((SRC_LOOP, SRC_GEN, SRC_LOOP, SRC_GEN)):
+        await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=old, H2C_SINK=SRC_LOOP * (old == SRC_LOOP)))
+        await tb.clocks(rng.randint(0, 200))      # the generator fills the engine ahead
+        n = 4 * rng.randint(64, 1500)
+        data = tb.rand_bytes(n)
+        sent = tb.c2h.sent
+        tb.c2h.send(data)
+        await tb.clocks(rng.randint(1, 20))
+        assert tb.c2h.sent == sent, f"round {k}: user data taken while source {old} is selected"
+        await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=SRC_USER))
+        (a, o, _), = alloc_buffers(tb, [n])
+        await tb.ch_control(C2H, run=1)
+        await run_ring(tb, ring, [(a, n, 0)])
+        check_record(ring, ring.tail - 1, n)
+        got = bytes(tb.mem[o:o + n])
+        assert got == data, f"round {k} (from source {old}): first difference at byte " \
+            f"{next(i for i in range(n) if got[i] != data[i])} of {n}"
+        await halt(tb, C2H)
+    tb.check_protocol()
+
+
+# ------------------------------------------------------------------------------ status after control
+
+@cocotb.test()
+async def status_after_control(dut):
+    """A STATUS read straight after a CONTROL write sees its effect: RUN -> RUNNING; ABORT
+    of an idle channel -> ERROR/ABORTED; ABORT of a running one -> ERROR/ABORTED with its
+    record already in host memory; RESET -> IDLE at once, BUSY cleared once requests in
+    flight have drained."""
+    tb = make_tb(dut)
+    await tb.init()
+    E = S.err
+    errbit = 1 << S.irq_bit["ERROR"]
+    await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=SRC_GEN, H2C_SINK=1))
+    for ch in (C2H, H2C):
+        ring = Ring(tb, ch, 8)
+        await ring.configure()
+        await tb.ch_control(ch, abort=1)
+        await expect_state(tb, ch, "ERROR", E["ABORTED"])
+        await tb.wr("IRQ_STATUS", errbit)
+        await tb.ch_control(ch, reset=1)
+        await expect_state(tb, ch, "IDLE")
+        await wait_not_busy(tb, ch)
+
+        big, _ = tb.alloc(1 << 20)
+        await ring.submit([(big, 1 << 20, 0)])
+        await tb.ch_control(ch, run=1)
+        await expect_state(tb, ch, "RUNNING")
+        await Timer(2, "us")
+        await tb.ch_control(ch, abort=1)
+        await expect_state(tb, ch, "ERROR", E["ABORTED"])
+        rb, st = ring.result(0)
+        assert S.status(st) == (1, 1, 0, E["ABORTED"]) and 0 < rb < 1 << 20, \
+            f"{ch}: the record is not in memory when STATUS says ERROR ({rb}, {st:#x})"
+        await tb.wr("IRQ_STATUS", errbit)
+        await tb.ch_control(ch, reset=1)
+        await expect_state(tb, ch, "IDLE")
+        await wait_not_busy(tb, ch)
+        ring.tail = ring.head = 0
+    tb.check_protocol()
+
+
 # ------------------------------------------------------------------------------ 64-bit addresses
 
 @cocotb.test()
@@ -1385,6 +1518,20 @@ def test_desc_errors(channel):
 
 def test_ring_control():
     run("ring_control", seed=51)
+
+
+@pytest.mark.parametrize("reorder", [0, 1])
+def test_h2c_read_errors(reorder):
+    run("h2c_read_errors", f"h2c_read_errors_r{reorder}", reorder=reorder, mrrs=256,
+        seed=71 + reorder)
+
+
+def test_c2h_source_switch():
+    run("c2h_source_switch", seed=81)
+
+
+def test_status_after_control():
+    run("status_after_control", seed=91)
 
 
 def test_addr64():
