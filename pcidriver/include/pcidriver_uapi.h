@@ -37,8 +37,9 @@
 #define PCIDRIVER_MAX_IRQS	32	/* interrupt sources (vectors) per device */
 #define PCIDRIVER_ID_MAX	0xffffff /* kmem/umem IDs are 1..PCIDRIVER_ID_MAX */
 
-/* Largest kmem the driver attempts; larger requests fail with EINVAL. Allocations above 4 MiB
- * (the buddy allocator's limit) also need CMA and otherwise fail with ENOMEM. */
+/* Largest kmem the driver attempts; larger requests fail with EINVAL. Without an IOMMU,
+ * allocations above 4 MiB (the buddy allocator's limit) also need CMA and otherwise fail with
+ * ENOMEM; behind an IOMMU any pages do. */
 #define PCIDRIVER_KMEM_MAX_SIZE	(256ULL << 20)
 /* Largest umem; larger requests fail with EINVAL. */
 #define PCIDRIVER_UMEM_MAX_SIZE	(64ULL << 30)
@@ -146,9 +147,11 @@ struct pcidriver_config_rw {
  *
  * Allocates size bytes of DMA-coherent memory (dma_alloc_coherent) owned by this open file.
  * In: argsz, flags (0), size, __reserved (0). Out: id, bus_addr, mmap_offset.
- * The pages are charged to the caller's RLIMIT_MEMLOCK (as pinned memory) unless it has
- * CAP_IPC_LOCK. Errors: EINVAL size 0 or above PCIDRIVER_KMEM_MAX_SIZE; ENOMEM over
- * RLIMIT_MEMLOCK or the allocation failed; ENOSPC no free ID.
+ * The pages are charged like pinned memory: to the calling user's locked memory, limited by
+ * the caller's RLIMIT_MEMLOCK unless it has CAP_IPC_LOCK, and to its memory cgroup. The
+ * allocation never invokes the OOM killer. Errors: EINVAL size 0 or above
+ * PCIDRIVER_KMEM_MAX_SIZE; ENOMEM over RLIMIT_MEMLOCK or the memory cgroup's limit, or the
+ * allocation failed; ENOSPC no free ID.
  */
 struct pcidriver_kmem_alloc {
 	__u32		argsz;
@@ -188,7 +191,9 @@ struct pcidriver_mem_id {
  * buffers, non-coherent platforms).
  * Errors: EINVAL no direction, size 0 or above PCIDRIVER_UMEM_MAX_SIZE, range wraps; EFAULT
  * part of the range is not mapped (or not writable for FROM_DEVICE), or is a VM_IO/PFNMAP
- * mapping such as a BAR or kmem; ENOMEM over RLIMIT_MEMLOCK or out of memory / IOVA space;
+ * mapping such as a BAR or kmem; ENOMEM over RLIMIT_MEMLOCK (charged to the calling user,
+ * shared by every process of that user) or out of memory / IOVA / bounce-buffer space;
+ * ERANGE a page lies beyond the device's DMA mask and no bounce buffer it can reach exists;
  * ENOSPC no free ID.
  */
 struct pcidriver_umem_map {
@@ -215,6 +220,8 @@ struct pcidriver_sg_entry {
  * Copies up to count entries of the SG list of umem id, starting at entry first, into the
  * array at entries. Entries are in buffer order; contiguous DMA segments are coalesced as long
  * as an entry stays within max_segment_size and does not cross the device's segment boundary.
+ * Every bus address keeps the offset within its page of the byte it maps, also where bounce
+ * buffers are used, so page-granular address lists (e.g. NVMe PRPs) can be built from it.
  * Out: count (entries copied), total (entries in the list). first == total copies nothing.
  * Errors: ENOENT; EINVAL first > total; EFAULT.
  */

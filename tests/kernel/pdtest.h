@@ -53,6 +53,12 @@ int wait_node(unsigned int minor, int present, unsigned int timeout_ms);
 int module_load(const char *params);	/* finit_module(pdt_module_path) */
 int module_unload(void);		/* delete_module("pcidriver", O_NONBLOCK) */
 int bind_edu_devices(void);		/* driver_override + drivers_probe; number bound */
+/* Other devices: the PCI address of the first vendor:device (0 or -ENODEV); binding it to
+ * pcidriver through driver_override (its minor, or -errno); unbinding it and clearing the
+ * override (0 or -errno). */
+int find_pci(unsigned int vendor, unsigned int device, char *addr, size_t len);
+int bind_pci(const char *addr);
+int unbind_pci(const char *addr);
 
 /* ---- the edu device (QEMU docs/specs/edu.rst) ---- */
 #define EDU_VENDOR	0x1234

@@ -10,6 +10,9 @@
 #   plain-1g, iommu-1g, swiotlb-1g
 #                the same with 1 GiB, so that buffers land above edu's 256 MiB reach
 #                (only the groups that expect it: load reach)
+# Each boot also has QEMU's NVMe controller on a fresh disk image and an ivshmem-plain device
+# on a fresh file: the nvme and wc groups drive them from user space, and the image and the
+# file are checked here afterwards (one more TAP line each).
 # Each check is one TAP line per kernel and configuration, plus one line per boot for a dmesg
 # free of BUG, WARNING, Oops, refcount, "scheduling while atomic" and OOM kills. A check that
 # never reported (crash, hang) is a failure.
@@ -26,7 +29,7 @@ set -u
 CONFIGS=${PCIDRIVER_QEMU_CONFIGS:-"plain iommu swiotlb plain-1g iommu-1g swiotlb-1g"}
 KERNELS=${PCIDRIVER_QEMU_KERNELS:-${KERNEL_RELEASES:-${KERNEL_RELEASE:-}}}
 PDT_GROUPS=${PCIDRIVER_QEMU_GROUPS:-"load info bar config kmem umem irq twodev ownership lifetime \
-unpriv memlock badinput compat32 reach unbind stall reload intx unload"}
+unpriv memlock badinput compat32 reach nvme wc unbind stall reload intx unload"}
 PDT_GROUPS_1G="load reach"
 TIMEOUT=${PCIDRIVER_QEMU_TIMEOUT:-240}
 SMP=${PCIDRIVER_QEMU_SMP:-2}
@@ -50,6 +53,44 @@ for k in $KERNELS; do
 	[ -r "/boot/vmlinuz-$k" ] || bail "/boot/vmlinuz-$k not readable"
 	[ -r "$(kmod_for "$k")" ] || bail "$(kmod_for "$k") not built"
 done
+# 1 if the configuration runs group $2 (whose result is also checked here afterwards), else 0
+has_group() {
+	case " $(groups_of "$1") " in
+	*" $2 "*) echo 1 ;;
+	*) echo 0 ;;
+	esac
+}
+# The blocks the nvme group writes (t_nvme.c: 4 threads x 128 blocks of 512 bytes, fill_block)
+check_nvme_image() {
+	python3 - "$1" <<'PYEOF'
+import sys
+data = open(sys.argv[1], "rb").read()
+bad = []
+for k in range(4 * 128):
+    want = bytearray(((k * 131 + i * 7 + 0x5A) & 0xFF) for i in range(512))
+    want[0:6] = b"PDTB" + bytes([k & 0xFF, (k >> 8) & 0xFF])
+    if data[k * 512:(k + 1) * 512] != want:
+        bad.append(k)
+if bad:
+    print(f"{len(bad)} of 512 blocks differ, first {bad[0]}")
+    sys.exit(1)
+PYEOF
+}
+# The words the wc group writes (t_wc.c: word()), in the ivshmem file
+check_wc_file() {
+	python3 - "$1" <<'PYEOF'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+half = len(data) // 8
+words = struct.unpack(f"<{2 * half}I", data[:8 * half])
+def word(h, i):
+    return (0x55430000 ^ (i * 40503)) & 0xFFFFFFFF if h else (0x57430000 ^ (i * 2654435761)) & 0xFFFFFFFF
+bad = [i for i in range(2 * half) if words[i] != word(i >= half, i % half)]
+if bad:
+    print(f"{len(bad)} of {2 * half} words differ, first at word {bad[0]}")
+    sys.exit(1)
+PYEOF
+}
 groups_of() {
 	case $1 in
 	*-1g) echo "$PDT_GROUPS_1G" ;;
@@ -68,7 +109,8 @@ total=0
 for cfg in $CONFIGS; do
 	# shellcheck disable=SC2046 # word splitting of the group list is intended
 	"$PDTEST" --list $(groups_of "$cfg") > "$work/names-$cfg" || bail "pdtest --list failed"
-	total=$((total + $(wc -l < "$work/names-$cfg") + 1))
+	total=$((total + $(wc -l < "$work/names-$cfg") + 1 + $(has_group "$cfg" nvme) + \
+		$(has_group "$cfg" wc)))
 done
 echo "1..$((total * $(echo $KERNELS | wc -w)))"
 
@@ -148,12 +190,19 @@ for cfg in $CONFIGS; do
 	# A guest kernel that dies before it runs init (seen rarely under TCG: an int3 while
 	# patching its own code during boot) never loaded our module: boot it again, at most twice.
 	for try in 1 2 3; do
+		rm -f "$work/nvme.img" "$work/ivshmem"
+		truncate -s 4M "$work/nvme.img"
+		truncate -s 1M "$work/ivshmem"
 		t0=$(date +%s)
 		# shellcheck disable=SC2086 # extra_dev is a list of arguments
 		timeout -k 10 "$TIMEOUT" "$QEMU" -machine "$machine" -accel tcg -m "$mem" -smp "$SMP" \
 			-nodefaults -display none -no-reboot -monitor none \
 			-serial "file:$con" -serial "file:$out" \
 			$extra_dev -device edu -device edu \
+			-drive "file=$work/nvme.img,if=none,id=nvm,format=raw" \
+			-device nvme,serial=pdtest-nvme,drive=nvm \
+			-object "memory-backend-file,id=shm,share=on,mem-path=$work/ivshmem,size=1M" \
+			-device ivshmem-plain,memdev=shm \
 			-kernel "/boot/vmlinuz-$kernel" -initrd "$work/initrd-$kernel.gz" \
 			-append "console=ttyS0 loglevel=4 panic=-1 rdinit=/init pdtest.groups=$groups $append" \
 			> "$log-qemu.log" 2>&1
@@ -209,6 +258,25 @@ for cfg in $CONFIGS; do
 		echo "ok $n - $tag: dmesg clean"
 	fi
 	cp "$work/dmesg" "$log-dmesg.log"
+
+	if [ "$(has_group "$cfg" nvme)" = 1 ]; then
+		n=$((n + 1))
+		if why=$(check_nvme_image "$work/nvme.img" 2>&1); then
+			echo "ok $n - $tag: nvme: the disk image holds the blocks the guest wrote"
+		else
+			echo "not ok $n - $tag: nvme: the disk image holds the blocks the guest wrote"
+			echo "# [$tag] $why"
+		fi
+	fi
+	if [ "$(has_group "$cfg" wc)" = 1 ]; then
+		n=$((n + 1))
+		if why=$(check_wc_file "$work/ivshmem" 2>&1); then
+			echo "ok $n - $tag: wc: the shared-memory file holds what both mappings wrote"
+		else
+			echo "not ok $n - $tag: wc: the shared-memory file holds what both mappings wrote"
+			echo "# [$tag] $why"
+		fi
+	fi
 done
 done
 exit 0

@@ -266,3 +266,65 @@ int edu_dma(const struct pd_regs *r, uint64_t bus, uint32_t buf_off, uint32_t le
 				       (irq ? EDU_DMA_IRQ : 0));
 	return irq ? 0 : edu_dma_wait(r);
 }
+
+int find_pci(unsigned int vendor, unsigned int device, char *addr, size_t len)
+{
+	struct dirent *e;
+	DIR *d = opendir("/sys/bus/pci/devices");
+	int ret = -ENODEV;
+
+	while (d && (e = readdir(d)))
+		if (sysfs_long("/sys/bus/pci/devices/%s/vendor", e->d_name) == vendor &&
+		    sysfs_long("/sys/bus/pci/devices/%s/device", e->d_name) == device) {
+			snprintf(addr, len, "%s", e->d_name);
+			ret = 0;
+			break;
+		}
+	if (d)
+		closedir(d);
+	return ret;
+}
+
+/* The N of the fpgaN class device of a bound device, or -1. */
+static int bound_minor(const char *addr)
+{
+	char path[320];
+	struct dirent *e;
+	int minor = -1;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/pcidriver", addr);
+	d = opendir(path);
+	while (d && (e = readdir(d)))
+		if (sscanf(e->d_name, "fpga%d", &minor) == 1)
+			break;
+	if (d)
+		closedir(d);
+	return minor;
+}
+
+int bind_pci(const char *addr)
+{
+	char path[320];
+	int minor, ret;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver_override", addr);
+	ret = sysfs_write(path, "pcidriver");
+	if (!ret)
+		ret = sysfs_write("/sys/bus/pci/drivers_probe", addr);
+	minor = bound_minor(addr);
+	if (ret || minor < 0)
+		return ret ? ret : -ENODEV;
+	return wait_node(minor, 1, 2000) ? -ETIMEDOUT : minor;
+}
+
+int unbind_pci(const char *addr)
+{
+	char path[320];
+	int a, b;
+
+	a = sysfs_write("/sys/bus/pci/drivers/pcidriver/unbind", addr);
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver_override", addr);
+	b = sysfs_write(path, "\n");
+	return a ? a : b ? b : bound_minor(addr) < 0 ? 0 : -EBUSY;
+}
