@@ -5,6 +5,8 @@
 # and the steps they share:
 #   ./bootstrap.sh deps    install the missing system packages listed in scripts/deps.txt
 #   ./bootstrap.sh build   autoreconf + configure + make in ./build (CONFIGURE_FLAGS are passed on)
+#   ./bootstrap.sh debug-kernel   also build Linux 6.1 with KASAN, lockdep and DMA-API debugging
+#                          and run the QEMU suite on it (first run: about 20 minutes)
 # Environment: BUILD_DIR (default: build), CONFIGURE_FLAGS, JOBS (default: nproc),
 # SKIP_DEPS=1 (do not touch system packages), SANITIZERS=0 (check: skip the sanitizer builds).
 set -euo pipefail
@@ -23,7 +25,7 @@ die() { printf 'bootstrap: %s\n' "$*" >&2; exit 1; }
 # (Debian and Ubuntu name some packages differently).
 wanted_packages() {
 	local line alt
-	sed -e 's/#.*//' -e 's/[[:space:]]*$//' scripts/deps.txt | grep -v '^$' |
+	sed -e 's/#.*//' -e 's/[[:space:]]*$//' "${1:-scripts/deps.txt}" | grep -v '^$' |
 	while read -r line; do
 		if [[ $line != *"|"* ]]; then echo "$line"; continue; fi
 		for alt in ${line//|/ }; do
@@ -41,7 +43,7 @@ install_deps() {
 	[[ ${SKIP_DEPS:-0} = 1 ]] && { say "SKIP_DEPS=1: not checking system packages"; return; }
 	command -v dpkg-query >/dev/null || { say "not a Debian/Ubuntu system: install the packages in scripts/deps.txt yourself"; return; }
 	local missing=() p
-	for p in $(wanted_packages); do is_installed "$p" || missing+=("$p"); done
+	for p in $(wanted_packages "${1:-}"); do is_installed "$p" || missing+=("$p"); done
 	if [[ ${#missing[@]} -eq 0 ]]; then say "system packages: all present"; return; fi
 	local sudo=()
 	if [[ $(id -u) -ne 0 ]]; then
@@ -137,5 +139,7 @@ deps) install_deps ;;
 build) install_deps; build ;;
 bench) install_deps; build; bench ;;
 check) install_deps; build; check ;;
-*) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; [[ -z $cmd ]] && exit 2; die "unknown command '$cmd'" ;;
+debug-kernel) install_deps; install_deps scripts/deps-debug-kernel.txt; build
+	make -C "$BUILD_DIR/tests/kernel" check-debug-kernel ;;
+*) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; [[ -z $cmd ]] && exit 2; die "unknown command '$cmd'" ;;
 esac

@@ -23,7 +23,9 @@
 # PDTEST32 (its 32-bit part, optional). Optional: PCIDRIVER_QEMU_CONFIGS (a subset of the
 # configurations), PCIDRIVER_QEMU_KERNELS (a subset of the kernels), PCIDRIVER_QEMU_GROUPS
 # (the groups of the 256 MiB boots, for debugging), PCIDRIVER_QEMU_TIMEOUT (seconds per boot,
-# default 240), PCIDRIVER_QEMU_SMP (default 2). Logs of every boot are kept in ./qemu-logs.
+# default 240), PCIDRIVER_QEMU_SMP (default 2), PCIDRIVER_QEMU_IMAGE (a kernel image to boot
+# instead of /boot/vmlinuz-RELEASE, with one kernel: the debug kernel). Logs of every boot are
+# kept in ./qemu-logs.
 set -u
 
 CONFIGS=${PCIDRIVER_QEMU_CONFIGS:-"plain iommu swiotlb plain-1g iommu-1g swiotlb-1g"}
@@ -33,7 +35,8 @@ unpriv memlock badinput compat32 reach nvme wc unbind stall reload intx unload"}
 PDT_GROUPS_1G="load reach"
 TIMEOUT=${PCIDRIVER_QEMU_TIMEOUT:-240}
 SMP=${PCIDRIVER_QEMU_SMP:-2}
-DMESG_BAD='BUG|WARNING|Oops|refcount|scheduling while atomic|invoked oom-killer'
+# (KASAN, lockdep and DMA-API debugging report through BUG or WARNING; named for clarity)
+DMESG_BAD='BUG|WARNING|Oops|refcount|scheduling while atomic|invoked oom-killer|KASAN|DMA-API|lockdep'
 
 bail() {
 	echo "Bail out! $*"
@@ -45,12 +48,16 @@ for v in QEMU CPIO BUSYBOX KERNEL_RELEASE KMOD PDTEST; do
 	[ -n "$val" ] || bail "$v is not set (run through make check)"
 done
 [ -x "$PDTEST" ] || bail "$PDTEST not built"
+image_for() {
+	if [ -n "${PCIDRIVER_QEMU_IMAGE:-}" ]; then echo "$PCIDRIVER_QEMU_IMAGE"
+	else echo "/boot/vmlinuz-$1"; fi
+}
 kmod_for() {
 	if [ "$1" = "$KERNEL_RELEASE" ]; then echo "$KMOD"
 	else echo "${KMOD_BUILD_DIR:-}/kmod-$1/pcidriver.ko"; fi
 }
 for k in $KERNELS; do
-	[ -r "/boot/vmlinuz-$k" ] || bail "/boot/vmlinuz-$k not readable"
+	[ -r "$(image_for "$k")" ] || bail "$(image_for "$k") not readable"
 	[ -r "$(kmod_for "$k")" ] || bail "$(kmod_for "$k") not built"
 done
 # 1 if the configuration runs group $2 (whose result is also checked here afterwards), else 0
@@ -203,7 +210,7 @@ for cfg in $CONFIGS; do
 			-device nvme,serial=pdtest-nvme,drive=nvm \
 			-object "memory-backend-file,id=shm,share=on,mem-path=$work/ivshmem,size=1M" \
 			-device ivshmem-plain,memdev=shm \
-			-kernel "/boot/vmlinuz-$kernel" -initrd "$work/initrd-$kernel.gz" \
+			-kernel "$(image_for "$kernel")" -initrd "$work/initrd-$kernel.gz" \
 			-append "console=ttyS0 loglevel=4 panic=-1 rdinit=/init pdtest.groups=$groups $append" \
 			> "$log-qemu.log" 2>&1
 		rc=$?
