@@ -37,7 +37,11 @@ def make_tb(dut, **kw):
 
 
 class TlpChecker:
-    """Checks every request TLP the engine sends against MPS, MRRS and the 4 KiB rule."""
+    """Checks every request TLP the engine sends against MPS, MRRS and the 4 KiB rule; with
+    watch(), also where and when it writes: every data write lands inside a buffer of a
+    queued descriptor (not merely outside fixed guards), and a completion record arrives
+    only after its data (C2H: every byte it counts was written before it; H2C: the sink had
+    taken every byte the records so far count)."""
 
     def __init__(self, tb):
         self.tb = tb
@@ -46,6 +50,9 @@ class TlpChecker:
         self.max_read = 0
         self.writes = 0
         self.reads = 0
+        self.rings = []
+        self.written = {}        # buffer address -> bytearray, 1 per byte written
+        self.h2c_counted = 0     # bytes the H2C records so far report
         rc = tb.rc
         self._write = rc.handle_mem_write_tlp
         rc.register_rx_tlp_handler(TlpType.MEM_WRITE, self.on_write)
@@ -53,6 +60,12 @@ class TlpChecker:
         self._read = tb.completer.handle
         rc.register_rx_tlp_handler(TlpType.MEM_READ, self.on_read)
         rc.register_rx_tlp_handler(TlpType.MEM_READ_64, self.on_read)
+
+    def watch(self, ring, bufs=()):
+        """Check writes against ring's records and the C2H buffers bufs (addr, off, n)."""
+        self.rings.append(ring)
+        for a, o, n in bufs:
+            self.written[a] = bytearray(n)
 
     def _check(self, kind, tlp, limit):
         n = tlp.length * 4
@@ -64,8 +77,48 @@ class TlpChecker:
             self.errors.append(f"{kind} of {n} bytes at {tlp.address:#x} crosses 4 KiB")
         return n
 
+    def _record(self, tlp):
+        """The ring and slot of a record write, or None."""
+        for ring in self.rings:
+            rel = tlp.address - ring.addr - S.desc["RESULT_BYTES"]
+            if 0 <= rel < ring.entries * DESC and rel % DESC == 0 and tlp.length == 2:
+                return ring, rel // DESC
+        return None
+
+    def _data_write(self, tlp):
+        n = tlp.length * 4
+        # the root complex model places its MSI region at 2 GiB: an interrupt, not data
+        if 0x8000_0000 <= tlp.address < 0x8000_0000 + self.tb.rc.msi_region.size:
+            return
+        for a, mask in self.written.items():
+            if a <= tlp.address and tlp.address + n <= a + len(mask):
+                mask[tlp.address - a:tlp.address - a + n] = b"\1" * n
+                return
+        self.errors.append(f"write of {n} bytes at {tlp.address:#x} outside every buffer")
+
+    def _record_write(self, ring, slot, tlp):
+        rb, st = struct.unpack("<II", bytes(tlp.get_data()))
+        o = ring.off + slot * DESC
+        addr, = struct.unpack_from("<Q", self.tb.mem.mem, o + S.desc["ADDR_LO"])
+        if ring.ch == C2H:
+            mask = self.written.get(addr)
+            if mask is not None and mask[:rb] != b"\1" * rb:
+                self.errors.append(f"C2H record at slot {slot} ({rb} bytes) came before "
+                                   f"byte {mask.index(0)} of its data")
+        else:
+            self.h2c_counted += rb
+            got = len(self.tb.h2c.data)
+            if got < self.h2c_counted:
+                self.errors.append(f"H2C record at slot {slot} came when the sink had "
+                                   f"{got} of {self.h2c_counted} bytes")
+
     async def on_write(self, tlp):
-        if tlp.length > 2 or (tlp.address - S.desc["RESULT_BYTES"]) % DESC:
+        rec = self._record(tlp)
+        if rec:
+            self._record_write(*rec, tlp)
+        else:
+            if self.rings:
+                self._data_write(tlp)
             self.max_write = max(self.max_write, self._check("write", tlp, self.tb.mps))
         self.writes += 1
         await self._write(tlp)
@@ -339,6 +392,7 @@ async def c2h_random(dut):
             pos += b
     bufs = alloc_buffers(tb, lengths)
     g = guards(tb, bufs)
+    chk.watch(ring, bufs)
     last = count - 1
     descs = [(a, n, S.ctrl(irq=int(k == last))) for k, (a, o, n) in enumerate(bufs)]
     await tb.ch_control(C2H, run=1)
@@ -428,6 +482,7 @@ async def h2c_random(dut):
     last = count - 1
     descs = [(a, n, S.ctrl(irq=int(k == last), eop=int(e)))
              for k, ((a, o, n), e) in enumerate(zip(bufs, eops))]
+    chk.watch(ring)
     await tb.ch_control(H2C, run=1)
     await run_ring(tb, ring, descs)
 
@@ -1395,6 +1450,39 @@ async def throughput(dut):
     tb.log.info("figures written to %s", out)
 
 
+# ------------------------------------------------------------------------------ largest descriptor
+
+@cocotb.test()
+async def max_desc(dut):
+    """One descriptor of the largest length (16 MiB) per direction, moved in full: the C2H
+    generator's words compared in host memory, the H2C data counted by the checker."""
+    tb = make_tb(dut, monitor=False)
+    await tb.init(mem_size=40 << 20)
+    n = S.engine["max_desc_len"]
+    await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=SRC_GEN, H2C_SINK=1))
+    await tb.wr("PATGEN_SEED", 0x1234)
+    await tb.wr("CHECK_SEED", 0x5678)
+    cring, hring = Ring(tb, C2H, 2), Ring(tb, H2C, 2)
+    await cring.configure()
+    await hring.configure()
+    ca, co = tb.alloc(n)
+    ha, ho = tb.alloc(n)
+    tb.mem[ho:ho + n] = pattern_bytes(0x5678, n // 4)
+    await cring.submit([(ca, n, 0)])
+    await hring.submit([(ha, n, 0)])
+    await tb.ch_control(C2H, run=1)
+    await tb.ch_control(H2C, run=1)
+    await cring.wait_done(0, timeout_us=20000, poll_ns=20000)
+    await hring.wait_done(0, timeout_us=20000, poll_ns=20000)
+    check_record(cring, 0, n)
+    check_record(hring, 0, n)
+    assert bytes(tb.mem[co:co + n]) == pattern_bytes(0x1234, n // 4), "C2H data"
+    await tb.clocks(8)
+    assert (await tb.rd("CHECK_WORDS"), await tb.rd("CHECK_ERRORS")) == (n // 4, 0)
+    assert await tb.bytes_moved(C2H) == n and await tb.bytes_moved(H2C) == n
+    tb.check_protocol()
+
+
 # ------------------------------------------------------------------------------ soak
 
 @cocotb.test()
@@ -1425,6 +1513,8 @@ async def soak(dut):
         pos += p
     cbufs, hbufs = alloc_buffers(tb, clens), alloc_buffers(tb, hlens)
     cg, hg = guards(tb, cbufs), guards(tb, hbufs)
+    chk.watch(cring, cbufs)
+    chk.watch(hring)
     hdata = b""
     for a, o, n in hbufs:
         d = tb.rand_bytes(n)
@@ -1544,6 +1634,13 @@ def test_throughput():
     size = os.environ.get("MPRACE_BENCH_BYTES", str((2 << 20) if os.environ.get("HDL_SOAK") else (512 << 10)))
     run("throughput", mps=256, mrrs=512, bytes=size)
     print((hdl_runner.build_root() / "throughput.csv").read_text())
+
+
+def test_max_desc():
+    """One 16 MiB descriptor per direction (about two minutes of wall time): HDL_SOAK=1."""
+    if not os.environ.get("HDL_SOAK"):
+        pytest.skip("16 MiB per direction takes minutes: set HDL_SOAK=1")
+    run("max_desc", seed=111)
 
 
 def test_soak():
