@@ -2,7 +2,7 @@
 -- the Xilinx Gen3 AXI4-Stream interface layout (PG156, 256-bit, DWORD-aligned mode), the internal
 -- control bundles between the register file and the channels, and small helpers.
 -- The register map, descriptor layout and error codes come from engine_spec_pkg (generated from
--- docs/dma-engine.toml); this package never repeats them.
+-- spec/dma-engine.toml); this package never repeats them.
 -- Spec: docs/dma-engine.md (sections 1, 4 and 5).
 library ieee;
 use ieee.std_logic_1164.all;

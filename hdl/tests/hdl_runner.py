@@ -11,16 +11,20 @@ from cocotb_tools.runner import get_runner
 
 TOP = Path(__file__).resolve().parents[2]
 RTL = TOP / "hdl" / "rtl"
+SPEC_PKG = TOP / "spec" / "vhdl" / "engine_spec_pkg.vhd"   # generated from the spec
 
-# in dependency order (GHDL analyses them in this order)
+# in dependency order (GHDL analyses them in this order), after SPEC_PKG
 RTL_FILES = [
-    "engine_spec_pkg.vhd", "mprace_dma_pkg.vhd", "mprace_fifo.vhd", "mprace_dword_ring.vhd",
+    "mprace_dma_pkg.vhd", "mprace_fifo.vhd", "mprace_dword_ring.vhd",
     "mprace_pcie_us_rq_mux.vhd", "mprace_pcie_us_cq_cc.vhd", "mprace_pcie_us_rc.vhd",
     "mprace_dma_regs.vhd", "mprace_dma_irq.vhd", "mprace_dma_desc_fetch.vhd",
     "mprace_dma_c2h_src.vhd", "mprace_dma_wr.vhd", "mprace_dma_c2h.vhd", "mprace_dma_rd.vhd",
     "mprace_dma_h2c.vhd", "mprace_dma_patgen.vhd", "mprace_dma_checker.vhd",
     "mprace_dma_top.vhd",
 ]
+
+
+SOURCES = [SPEC_PKG] + [RTL / f for f in RTL_FILES]
 
 
 def build_root():
@@ -35,7 +39,7 @@ def run(toplevel, module, testcase, name, env=None, parameters=None, extra_sourc
     extra_sources are test wrappers, relative to hdl/tests. Raises if the test fails."""
     runner = get_runner("ghdl")
     bdir = build_root() / toplevel
-    sources = [RTL / f for f in RTL_FILES] + [Path(__file__).parent / f for f in extra_sources]
+    sources = SOURCES + [Path(__file__).parent / f for f in extra_sources]
     runner.build(sources=sources, hdl_toplevel=toplevel,
                  build_dir=bdir, build_args=["--std=08"])
     extra = {"COCOTB_LOG_LEVEL": "WARNING", "PYTHONDONTWRITEBYTECODE": "1"}

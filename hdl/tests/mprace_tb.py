@@ -1,9 +1,9 @@
 """Testbench for mprace_dma_top: the engine between cocotbext-pcie's UltraScalePcieDevice (Gen3 x8,
 256-bit) and RootComplex, with helpers for registers, descriptor rings and the user streams.
 
-The register map, descriptor layout and error codes are read from docs/dma-engine.toml, the one
-specification, so the tests check the engine against the spec rather than against the RTL's
-package. What the model cannot do by itself is added here:
+The register map, descriptor layout and error codes are read from the one specification
+(spec/python/engine_spec.py, generated from spec/dma-engine.toml), so the tests check the
+engine against the spec rather than against the RTL's package. What the model cannot do by itself is added here:
   * HostCompleter answers memory reads itself when asked to split completions at random read
     completion boundaries, to reorder them across tags, or to drop them (a "black hole", with the
     core's completion timeout emulated afterwards, as the hard core would report it);
@@ -16,8 +16,8 @@ import logging
 import os
 import random
 import struct
-import tomllib
 import warnings
+import sys
 from pathlib import Path
 
 import cocotb
@@ -33,15 +33,16 @@ from cocotbext.pcie.xilinx.us import UltraScalePcieDevice
 from cocotbext.pcie.xilinx.us.tlp import ErrorCode, Tlp_us
 
 TOP = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(TOP / "spec" / "python"))
+from engine_spec import SPEC  # noqa: E402  (generated; found through the path above)
 CLK_NS = 4          # 250 MHz user clock of Gen3 x8 / 256 bit
 
 
 class Spec:
-    """docs/dma-engine.toml, with lookups by name."""
+    """The engine spec (spec/python/engine_spec.py, generated from spec/dma-engine.toml),
+    with lookups by name."""
 
-    def __init__(self, path=TOP / "docs" / "dma-engine.toml"):
-        with open(path, "rb") as f:
-            t = tomllib.load(f)
+    def __init__(self, t=SPEC):
         self.engine = t["engine"]
         self.reg = {r["name"]: r["offset"] for r in t["register"]}
         self.reg_reset = {r["name"]: r.get("reset") for r in t["register"]}

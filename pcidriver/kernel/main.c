@@ -56,12 +56,15 @@ static struct file_system_type pcidrv_fs_type = {
 	.kill_sb = kill_anon_super,
 };
 
-/* Our boards (docs/dma-engine.toml [ids]). Any other device binds through driver_override
- * or new_id. */
+/* Our boards, from spec/dma-engine.toml [ids]. Any other device binds through
+ * driver_override or new_id. */
+#define PCIDRV_BOARD_ID(vendor, device, subvendor, subdevice) \
+	{ PCI_DEVICE_SUB(vendor, device, subvendor, subdevice) },
 static const struct pci_device_id pcidrv_ids[] = {
-	{ PCI_DEVICE_SUB(0x10ee, 0x7038, 0x10ee, 0x0007) },
+#include "pcidriver_ids.h"
 	{ }
 };
+#undef PCIDRV_BOARD_ID
 MODULE_DEVICE_TABLE(pci, pcidrv_ids);
 
 struct pcidrv_dev *pcidrv_dev_get_by_minor(unsigned int minor)

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "gpu_pattern.h"
+#include "mprace/pattern.h"
 
 namespace {
 
@@ -10,7 +11,7 @@ __global__ void fill_kernel(std::uint32_t *d, std::size_t nwords, std::uint32_t 
 {
 	for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < nwords;
 	     i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-		d[i] = seed + static_cast<std::uint32_t>(i);
+		d[i] = mp_pattern_word(seed, i);
 }
 
 __global__ void check_kernel(const std::uint32_t *d, std::size_t nwords, std::uint32_t seed,
@@ -19,7 +20,7 @@ __global__ void check_kernel(const std::uint32_t *d, std::size_t nwords, std::ui
 	unsigned long long mine = 0;
 	for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < nwords;
 	     i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-		if (d[i] != seed + static_cast<std::uint32_t>(i)) {
+		if (d[i] != mp_pattern_word(seed, i)) {
 			++mine;
 			atomicMin(first, static_cast<unsigned long long>(i));
 		}

@@ -44,7 +44,7 @@ mk=$build/Makefile
 	echo "CXX = $CXX"
 	echo "NVCC = $NVCC"
 	echo "TOP = $top"
-	echo "CPPFLAGS = -D_GNU_SOURCE -I\$(TOP)/pcidriver/lib -I\$(TOP)/pcidriver/include -I\$(TOP)/libmprace/include -I\$(TOP)/libbufmgr/include -I\$(TOP)/tests/gpu -I$cuda_home/include"
+	echo "CPPFLAGS = -D_GNU_SOURCE -I\$(TOP)/pcidriver/lib -I\$(TOP)/pcidriver/include -I\$(TOP)/libmprace/include -I\$(TOP)/spec/include -I\$(TOP)/libbufmgr/include -I\$(TOP)/tests/gpu -I$cuda_home/include"
 	echo "CFLAGS = -std=gnu11 -O2 -g -pthread"
 	echo "CXXFLAGS = -std=c++17 -O2 -g -pthread -Wall"
 	echo "NVCCFLAGS = -std=c++17 -O2 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90"
@@ -60,7 +60,7 @@ mk=$build/Makefile
 	done
 	echo "LIBOBJS =$objs"
 	echo "all: test_gpu_refuse test_gpu_stage bench_gpu_stage bufmgr_bench"
-	echo "obj/gpu_pattern.o: \$(TOP)/tests/gpu/gpu_pattern.cu \$(TOP)/tests/gpu/gpu_pattern.h; \$(NVCC) \$(NVCCFLAGS) -c -o \$@ \$<"
+	echo "obj/gpu_pattern.o: \$(TOP)/tests/gpu/gpu_pattern.cu \$(TOP)/tests/gpu/gpu_pattern.h; \$(NVCC) \$(NVCCFLAGS) -I\$(TOP)/spec/include -c -o \$@ \$<"
 	for t in test_gpu_refuse test_gpu_stage bench_gpu_stage; do
 		echo "$t: \$(TOP)/tests/gpu/$t.cpp obj/gpu_pattern.o \$(LIBOBJS); \$(CXX) \$(CPPFLAGS) \$(CXXFLAGS) -MMD -o \$@ \$< obj/gpu_pattern.o \$(LIBOBJS) \$(LIBS)"
 	done

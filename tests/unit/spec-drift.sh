@@ -1,4 +1,5 @@
 #!/bin/sh
-# Fails when a file generated from docs/dma-engine.toml (C header, VHDL package, doc tables)
+# Fails when a file generated from spec/dma-engine.toml (C header, VHDL package,
+# Python module, kernel ID table, doc tables)
 # differs from what the TOML generates: the register map exists in exactly one place.
-exec "${PYTHON:-python3}" "$top_srcdir/scripts/gen-spec.py" --top "$top_srcdir" --check --tap
+exec "${PYTHON:-python3}" "$top_srcdir/spec/gen-spec.py" --top "$top_srcdir" --check --tap

@@ -47,7 +47,7 @@ inline std::vector<std::byte> random_bytes(std::size_t n, unsigned seed = 1)
 inline std::vector<std::byte> pattern_bytes(std::size_t n, std::uint64_t pos = 0, std::uint32_t seed = 0)
 {
 	std::vector<std::byte> v(n);
-	bufmgr::fill_counter_pattern(v.data(), n, pos, seed);
+	mp_pattern_fill(v.data(), n, pos, seed);
 	return v;
 }
 

@@ -19,6 +19,7 @@
 
 #include "check_main.h"
 #include "mprace/engine_spec.h"
+#include "mprace/pattern.h"
 #include "pcidriver/pcidriver.h"
 
 /* Generous: the suites share two cores with other builds. */
@@ -243,27 +244,18 @@ static inline void set_test(struct eb *b, uint32_t src, uint32_t sink)
 				   (sink << MP_REG_TEST_CONTROL_H2C_SINK_SHIFT));
 }
 
-/* Index of the first word of buf (n_words) that differs from seed + word0 + i, or -1. */
+/* Index of the first of nwords words at buf that differs from the pattern from first, or -1
+ * (mprace/pattern.h). */
 static inline long pattern_mismatch(const uint8_t *buf, size_t nwords, uint32_t first)
 {
-	size_t i;
-	uint32_t w;
+	int64_t bad = mp_pattern_find_mismatch(buf, 4 * nwords, 0, first);
 
-	for (i = 0; i < nwords; i++) {
-		w = (uint32_t)buf[4 * i] | (uint32_t)buf[4 * i + 1] << 8 |
-		    (uint32_t)buf[4 * i + 2] << 16 | (uint32_t)buf[4 * i + 3] << 24;
-		if (w != first + (uint32_t)i)
-			return (long)i;
-	}
-	return -1;
+	return bad < 0 ? -1 : (long)(bad / 4);
 }
 
 static inline void pattern_fill(uint8_t *buf, size_t nwords, uint32_t first)
 {
-	size_t i;
-
-	for (i = 0; i < nwords; i++)
-		put32le(buf + 4 * i, first + (uint32_t)i);
+	mp_pattern_fill(buf, 4 * nwords, 0, first);
 }
 
 /* Runs f with stderr captured; returns what was written (static buffer). */

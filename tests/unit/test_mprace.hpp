@@ -14,6 +14,7 @@
 
 #include "check_main.h"
 #include "mprace/mprace.hpp"
+#include "mprace/pattern.h"
 
 namespace mptest {
 
@@ -21,22 +22,17 @@ using namespace mprace;
 
 constexpr std::size_t KiB = 1024, MiB = 1024 * 1024;
 
-// Words seed, seed + 1, ... (what the pattern generator sends and the checker expects).
+// The pattern the generator sends and the checker expects (mprace/pattern.h), in whole words.
 inline void fillPattern(void *p, std::size_t len, std::uint32_t seed)
 {
-	auto *w = static_cast<std::uint32_t *>(p);
-	for (std::size_t i = 0; i < len / 4; i++)
-		w[i] = seed + static_cast<std::uint32_t>(i);
+	mp_pattern_fill(p, len & ~std::size_t(3), 0, seed);
 }
 
 // Index of the first word that differs from the pattern, or SIZE_MAX.
 inline std::size_t patternMismatch(const void *p, std::size_t len, std::uint32_t seed)
 {
-	auto *w = static_cast<const std::uint32_t *>(p);
-	for (std::size_t i = 0; i < len / 4; i++)
-		if (w[i] != seed + static_cast<std::uint32_t>(i))
-			return i;
-	return SIZE_MAX;
+	const std::int64_t bad = mp_pattern_find_mismatch(p, len & ~std::size_t(3), 0, seed);
+	return bad < 0 ? SIZE_MAX : static_cast<std::size_t>(bad / 4);
 }
 
 inline void assertPattern(const void *p, std::size_t len, std::uint32_t seed, const char *what)
@@ -45,7 +41,7 @@ inline void assertPattern(const void *p, std::size_t len, std::uint32_t seed, co
 	if (i != SIZE_MAX) {
 		auto *w = static_cast<const std::uint32_t *>(p);
 		ck_abort_msg("%s: word %zu of %zu is 0x%08" PRIx32 ", expected 0x%08" PRIx32, what, i,
-			     len / 4, w[i], seed + static_cast<std::uint32_t>(i));
+			     len / 4, w[i], mp_pattern_word(seed, i));
 	}
 }
 

@@ -8,21 +8,16 @@
 
 #include "check_main.h"
 #include "mprace/mprace.h"
+#include "mprace/pattern.h"
 
 static void fill(void *p, size_t len, uint32_t seed)
 {
-	uint32_t *w = p;
-	for (size_t i = 0; i < len / 4; i++)
-		w[i] = seed + (uint32_t)i;
+	mp_pattern_fill(p, len, 0, seed);
 }
 
 static int matches(const void *p, size_t len, uint32_t seed)
 {
-	const uint32_t *w = p;
-	for (size_t i = 0; i < len / 4; i++)
-		if (w[i] != seed + (uint32_t)i)
-			return 0;
-	return 1;
+	return mp_pattern_find_mismatch(p, len, 0, seed) < 0;
 }
 
 START_TEST(test_board)

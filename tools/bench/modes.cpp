@@ -174,25 +174,4 @@ std::vector<std::string> expand_mode(const std::string &name)
 
 bool is_gpu_mode(const std::string &canonical) { return parse_mode(canonical).family == Family::Gpu; }
 
-void fill_pattern(void *buf, std::uint64_t bytes, std::uint32_t seed)
-{
-	auto *p = static_cast<unsigned char *>(buf);
-	for (std::uint64_t i = 0; i < bytes / 4; ++i) {
-		std::uint32_t w = seed + static_cast<std::uint32_t>(i);
-		std::memcpy(p + 4 * i, &w, 4); // the host is little-endian (mprace/spec.h checks)
-	}
-}
-
-std::int64_t check_pattern(const void *buf, std::uint64_t bytes, std::uint32_t seed)
-{
-	const auto *p = static_cast<const unsigned char *>(buf);
-	for (std::uint64_t i = 0; i < bytes / 4; ++i) {
-		std::uint32_t w;
-		std::memcpy(&w, p + 4 * i, 4);
-		if (w != seed + static_cast<std::uint32_t>(i))
-			return static_cast<std::int64_t>(i);
-	}
-	return -1;
-}
-
 } // namespace dmabench

@@ -141,7 +141,7 @@ public:
 			std::uint32_t got;
 			std::memcpy(&got, static_cast<char *>(d_.buf->data()) + 4 * bad, 4);
 			*why = strprintf("word %lld is 0x%08x, the pattern says 0x%08x", static_cast<long long>(bad), got,
-					 seed + static_cast<std::uint32_t>(bad));
+					 mp_pattern_word(seed, static_cast<std::uint64_t>(bad)));
 			return false;
 		}
 		fill_pattern(d_.buf->data(), bytes, seed);
@@ -294,7 +294,7 @@ public:
 			if (s_.c2h)
 				b.setRegister(MP_REG_SCRATCH, seed);
 			transfer(bytes);
-			std::uint32_t want = s_.c2h ? seed : seed + static_cast<std::uint32_t>(bytes / 4 - 1);
+			std::uint32_t want = s_.c2h ? seed : mp_pattern_word(seed, bytes / 4 - 1);
 			std::uint32_t got = s_.c2h ? buf_[bytes / 4 - 1] : b.getRegister(MP_REG_SCRATCH);
 			if (got == want)
 				return true;

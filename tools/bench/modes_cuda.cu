@@ -50,7 +50,7 @@ __global__ void fill_kernel(std::uint32_t *p, std::size_t n, std::uint32_t seed)
 {
 	for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
 	     i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-		p[i] = seed + static_cast<std::uint32_t>(i);
+		p[i] = mp_pattern_word(seed, i);
 }
 
 __global__ void check_kernel(const std::uint32_t *p, std::size_t n, std::uint32_t seed,
@@ -58,7 +58,7 @@ __global__ void check_kernel(const std::uint32_t *p, std::size_t n, std::uint32_
 {
 	for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
 	     i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-		if (p[i] != seed + static_cast<std::uint32_t>(i)) {
+		if (p[i] != mp_pattern_word(seed, i)) {
 			atomicAdd(bad, 1ull);
 			atomicMin(first, static_cast<unsigned long long>(i));
 		}

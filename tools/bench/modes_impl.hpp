@@ -9,6 +9,7 @@
 #include <string>
 
 #include "mode.hpp"
+#include "mprace/pattern.h"
 
 namespace dmabench {
 
@@ -43,10 +44,17 @@ std::unique_ptr<Mode> make_bufmgr_mode(const ModeSpec &s, Env &env);
 // In modes_cuda.cu, or modes_nocuda.cpp when built without CUDA (throws Unavailable).
 std::unique_ptr<Mode> make_gpu_mode(const ModeSpec &s, Env &env);
 
-// Fills a buffer with the engine's counter pattern (32-bit little-endian words seed + i) and
-// checks one; `bytes` a multiple of 4. check_pattern returns the first bad word index or -1.
-void fill_pattern(void *buf, std::uint64_t bytes, std::uint32_t seed);
-std::int64_t check_pattern(const void *buf, std::uint64_t bytes, std::uint32_t seed);
+// The engine's counter pattern (mprace/pattern.h) in whole words: fill_pattern fills a
+// buffer, check_pattern returns the first word that differs, or -1.
+inline void fill_pattern(void *buf, std::uint64_t bytes, std::uint32_t seed)
+{
+	mp_pattern_fill(buf, bytes & ~3ull, 0, seed);
+}
+inline std::int64_t check_pattern(const void *buf, std::uint64_t bytes, std::uint32_t seed)
+{
+	const std::int64_t bad = mp_pattern_find_mismatch(buf, bytes & ~3ull, 0, seed);
+	return bad < 0 ? -1 : bad / 4;
+}
 
 // After an H2C transfer of `bytes` of the counter pattern into the engine's checker (reset to
 // the pattern's seed before): true when it counted every word and found no mismatch; else

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/units.hpp"
+#include "mprace/pattern.h"
 #include "mprace/spec.h"
 
 using tools::format_size;
@@ -234,25 +235,16 @@ void write_output(const std::string &path, const void *data, std::size_t len)
 // Progress lines go to stderr when the data itself goes to stdout.
 std::FILE *info_stream(const Args &a) { return a.get("-o") == "-" ? stderr : stdout; }
 
+// The counter pattern (mprace/pattern.h) in whole words; check_pattern: the first bad word or -1.
 void fill_pattern(void *buf, std::size_t bytes, std::uint32_t seed)
 {
-	auto *p = static_cast<unsigned char *>(buf);
-	for (std::size_t i = 0; i < bytes / 4; ++i) {
-		std::uint32_t w = seed + static_cast<std::uint32_t>(i);
-		std::memcpy(p + 4 * i, &w, 4);
-	}
+	mp_pattern_fill(buf, bytes & ~std::size_t(3), 0, seed);
 }
 
 long long check_pattern(const void *buf, std::size_t bytes, std::uint32_t seed)
 {
-	const auto *p = static_cast<const unsigned char *>(buf);
-	for (std::size_t i = 0; i < bytes / 4; ++i) {
-		std::uint32_t w;
-		std::memcpy(&w, p + 4 * i, 4);
-		if (w != seed + static_cast<std::uint32_t>(i))
-			return static_cast<long long>(i);
-	}
-	return -1;
+	const std::int64_t bad = mp_pattern_find_mismatch(buf, bytes & ~std::size_t(3), 0, seed);
+	return bad < 0 ? -1 : bad / 4;
 }
 
 const char *state_name(unsigned s)

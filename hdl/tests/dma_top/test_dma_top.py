@@ -2,7 +2,7 @@
 
 Each pytest case runs one cocotb test in a fresh simulation; the model settings (MPS, MRRS,
 completion splitting, reordering, pauses, seed) come in through environment variables.
-Data is compared byte for byte, errors by their code from docs/dma-engine.toml.
+Data is compared byte for byte, errors by their code from spec/dma-engine.toml.
 Set HDL_SOAK=1 for the long soak.
 """
 import os

@@ -9,7 +9,7 @@ import hdl_runner
 def ghdl_synth(extra=()):
     work = hdl_runner.build_root() / "synth"
     work.mkdir(parents=True, exist_ok=True)
-    files = [str(hdl_runner.RTL / f) for f in hdl_runner.RTL_FILES]
+    files = [str(f) for f in hdl_runner.SOURCES]
     subprocess.run(["ghdl", "-a", "--std=08", f"--workdir={work}"] + files, check=True,
                    capture_output=True, text=True)
     return subprocess.run(["ghdl", "--synth", "--std=08", f"--workdir={work}", *extra,

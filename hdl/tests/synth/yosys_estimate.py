@@ -18,7 +18,7 @@ import hdl_runner  # noqa: E402
 def main():
     work = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="mprace-synth-"))
     work.mkdir(parents=True, exist_ok=True)
-    files = [str(hdl_runner.RTL / f) for f in hdl_runner.RTL_FILES]
+    files = [str(f) for f in hdl_runner.SOURCES]
     subprocess.run(["ghdl", "-a", "--std=08", f"--workdir={work}"] + files, check=True)
     net = subprocess.run(["ghdl", "--synth", "--std=08", f"--workdir={work}", "--out=verilog",
                           "mprace_dma_top"], check=True, capture_output=True, text=True).stdout

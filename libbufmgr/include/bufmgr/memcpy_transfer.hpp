@@ -7,7 +7,6 @@
 #ifndef BUFMGR_MEMCPY_TRANSFER_HPP
 #define BUFMGR_MEMCPY_TRANSFER_HPP
 
-#include <endian.h>
 
 #include <algorithm>
 #include <atomic>
@@ -28,46 +27,9 @@
 #include "bufmgr/concepts.hpp"
 #include "bufmgr/error.hpp"
 #include "bufmgr/memory.hpp"
+#include "mprace/pattern.h"
 
 namespace bufmgr {
-
-// The engine's test pattern (docs/dma-engine.md §7) as a byte stream: 32-bit little-endian
-// words, word n = seed + n (mod 2^32). Writes the n bytes that start at stream offset pos.
-inline void fill_counter_pattern(void *dst, std::size_t n, std::uint64_t pos, std::uint32_t seed) noexcept
-{
-	auto *d = static_cast<unsigned char *>(dst);
-	std::size_t k = 0;
-	auto byte_at = [seed](std::uint64_t p) {
-		const std::uint32_t w = seed + static_cast<std::uint32_t>(p / 4);
-		return static_cast<unsigned char>(w >> (8 * (p % 4)));
-	};
-	for (; k < n && (pos + k) % 4 != 0; ++k)
-		d[k] = byte_at(pos + k);
-	std::uint32_t w = seed + static_cast<std::uint32_t>((pos + k) / 4);
-	for (; k + 4 <= n; k += 4, ++w) {
-		const std::uint32_t le = htole32(w);
-		std::memcpy(d + k, &le, 4);
-	}
-	for (; k < n; ++k)
-		d[k] = byte_at(pos + k);
-}
-
-// Compares n bytes with the pattern at stream offset pos; returns the number of bytes that differ.
-inline std::size_t count_pattern_mismatches(const void *src, std::size_t n, std::uint64_t pos,
-					    std::uint32_t seed) noexcept
-{
-	unsigned char want[4096];
-	const auto *s = static_cast<const unsigned char *>(src);
-	std::size_t bad = 0;
-	for (std::size_t k = 0; k < n; k += sizeof(want)) {
-		const std::size_t m = std::min(sizeof(want), n - k);
-		fill_counter_pattern(want, m, pos + k, seed);
-		if (std::memcmp(want, s + k, m) != 0)
-			for (std::size_t j = 0; j < m; ++j)
-				bad += want[j] != s[k + j];
-	}
-	return bad;
-}
 
 // Options of MemcpyTransfer (a namespace-scope struct so that it can be a default argument).
 struct MemcpyOptions {
@@ -361,7 +323,7 @@ private:
 		{
 			if (d == Direction::c2h) {
 				if (!opt.source) {
-					fill_counter_pattern(buf, n, pos, opt.pattern_seed);
+					mp_pattern_fill(buf, n, pos, opt.pattern_seed);
 					return 0;
 				}
 				const auto *src = static_cast<const std::byte *>(opt.source);
@@ -374,7 +336,7 @@ private:
 				return 0;
 			}
 			if (!opt.sink) {
-				check_bad.fetch_add(count_pattern_mismatches(buf, n, pos, opt.check_seed),
+				check_bad.fetch_add(mp_pattern_count_mismatches(buf, n, pos, opt.check_seed),
 						    std::memory_order_relaxed);
 				check_bytes.fetch_add(n, std::memory_order_relaxed);
 				return 0;

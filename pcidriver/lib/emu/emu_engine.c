@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "emu.h"
+#include "mprace/pattern.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the virtual board assumes a little-endian host (descriptors and patterns are LE)"
@@ -878,7 +879,7 @@ static void move_piece(struct emu_chan *ch, struct emu_win *w, unsigned int k,
 	for (off = 0; off < n; off += part, segs++) {
 		s = emu_pool_slot(d, ch->idx);
 		s->kind = kind;
-		s->w0 = w0 + (uint32_t)(off / 4);
+		s->w0 = mp_pattern_word(w0, off / 4);
 		s->dst = dst ? dst + off : NULL;
 		s->src = src ? src + off : NULL;
 		s->done = done;
@@ -931,7 +932,7 @@ static void dispatch_piece(struct emu_chan *ch, struct emu_win *w)
 			t->pg_seen_gen = (uint32_t)(pg >> 32);
 			t->pg_pos = 0;
 		}
-		w0 = (uint32_t)pg + (uint32_t)t->pg_pos;
+		w0 = mp_pattern_word((uint32_t)pg, t->pg_pos);
 		rate = atomic_load_explicit(&t->pg_rate, memory_order_relaxed);
 	} else if (c2h) {   /* the user stream */
 		pthread_mutex_lock(&t->lock);
@@ -951,7 +952,7 @@ static void dispatch_piece(struct emu_chan *ch, struct emu_win *w)
 			w->ck_gen = t->ck_gen;
 			w->ck_words = atomic_load(&t->ck_words);
 		}
-		w0 = atomic_load(&t->ck_seed) + (uint32_t)w->ck_words;
+		w0 = mp_pattern_word(atomic_load(&t->ck_seed), w->ck_words);
 		pthread_mutex_unlock(&t->lock);
 		e->ck_gen = w->ck_gen;
 	}

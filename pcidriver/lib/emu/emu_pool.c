@@ -42,6 +42,7 @@
 #endif
 
 #include "emu.h"
+#include "mprace/pattern.h"
 
 #define WORKER_SPIN_NS 100000u   /* an idle worker spins this long for the next segment */
 #define WAIT_SPIN_NS 100000u     /* an engine spins this long for claimed segments */
@@ -72,7 +73,7 @@ static void fill_words_sse2(uint8_t *dst, uint64_t n, uint32_t w0)
 	}
 #endif
 	for (; i < n; i++) {
-		uint32_t w = w0 + (uint32_t)i;
+		uint32_t w = mp_pattern_word(w0, i);
 
 		memcpy(dst + 4 * i, &w, 4);
 	}
@@ -110,7 +111,7 @@ static uint64_t check_words_sse2(const uint8_t *src, uint64_t n, uint32_t w0)
 		uint32_t w;
 
 		memcpy(&w, src + 4 * i, 4);
-		bad += w != w0 + (uint32_t)i;
+		bad += w != mp_pattern_word(w0, i);
 	}
 	return bad;
 }
@@ -136,7 +137,7 @@ static void fill_words_avx2(uint8_t *dst, uint64_t n, uint32_t w0)
 		_mm256_storeu_si256((__m256i *)(void *)(dst + 4 * i + 96), v3);
 		v = _mm256_add_epi32(v3, eight);
 	}
-	fill_words_sse2(dst + 4 * i, n - i, w0 + (uint32_t)i);
+	fill_words_sse2(dst + 4 * i, n - i, mp_pattern_word(w0, i));
 }
 
 __attribute__((target("avx2")))
@@ -166,7 +167,7 @@ static uint64_t check_words_avx2(const uint8_t *src, uint64_t n, uint32_t w0)
 	bad = i;
 	for (k = 0; k < 8; k++)
 		bad -= (uint32_t)-lane[k];
-	return bad + check_words_sse2(src + 4 * i, n - i, w0 + (uint32_t)i);
+	return bad + check_words_sse2(src + 4 * i, n - i, mp_pattern_word(w0, i));
 }
 #endif
 
@@ -222,7 +223,7 @@ static void fill_words_nt_sse2(uint8_t *dst, uint64_t n, uint32_t w0)
 		_mm_stream_si128((__m128i *)(void *)(dst + 4 * i + 48), v3);
 		v = _mm_add_epi32(v3, four);
 	}
-	fill_words(dst + 4 * i, n - i, w0 + (uint32_t)i);
+	fill_words(dst + 4 * i, n - i, mp_pattern_word(w0, i));
 #else
 	fill_words(dst, n, w0);
 #endif
@@ -251,7 +252,7 @@ static void fill_words_nt_avx2(uint8_t *dst, uint64_t n, uint32_t w0)
 		_mm256_stream_si256((__m256i *)(void *)(dst + 4 * i + 32), v1);
 		v = _mm256_add_epi32(v1, eight);
 	}
-	fill_words_avx2(dst + 4 * i, n - i, w0 + (uint32_t)i);
+	fill_words_avx2(dst + 4 * i, n - i, mp_pattern_word(w0, i));
 }
 #endif
 

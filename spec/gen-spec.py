@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""Generate the C header, the VHDL package and the doc tables from docs/dma-engine.toml.
+"""Generate every file that restates spec/dma-engine.toml: the C header, the VHDL package,
+the Python module of the cocotb tests, the kernel module's ID table and the doc tables.
 
-    scripts/gen-spec.py            rewrite the generated files in the source tree
-    scripts/gen-spec.py --check    exit 1 (and show a diff) if any generated file differs
-    scripts/gen-spec.py --check --tap   the same, reported as TAP (one test per file)
+    spec/gen-spec.py            rewrite the generated files in the source tree
+    spec/gen-spec.py --check    exit 1 (and show a diff) if any generated file differs
+    spec/gen-spec.py --check --tap   the same, reported as TAP (one test per file)
 
-The generated files are committed so that building the C libraries needs no Python.
+The generated files are committed so that building needs no Python.
 """
 import argparse
 import difflib
 import os
+import pprint
 import sys
 
 try:
@@ -18,11 +20,14 @@ except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib  # type: ignore
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SPEC = "docs/dma-engine.toml"
-C_HEADER = "libmprace/include/mprace/engine_spec.h"
-VHDL_PKG = "hdl/rtl/engine_spec_pkg.vhd"
+SPEC = "spec/dma-engine.toml"
+C_HEADER = "spec/include/mprace/engine_spec.h"
+VHDL_PKG = "spec/vhdl/engine_spec_pkg.vhd"
+PY_MODULE = "spec/python/engine_spec.py"
+KERNEL_IDS = "spec/kernel/pcidriver_ids.h"
 DOC = "docs/dma-engine.md"
-DOC_BEGIN = "<!-- BEGIN GENERATED from docs/dma-engine.toml by scripts/gen-spec.py: do not edit -->"
+GENERATED = "Generated from spec/dma-engine.toml by spec/gen-spec.py: do not edit."
+DOC_BEGIN = "<!-- BEGIN GENERATED from spec/dma-engine.toml by spec/gen-spec.py: do not edit -->"
 DOC_END = "<!-- END GENERATED -->"
 
 
@@ -45,7 +50,7 @@ def gen_c(s):
     e = s["engine"]
     out = []
     w = out.append
-    w("/* Generated from docs/dma-engine.toml by scripts/gen-spec.py: do not edit. */")
+    w(f"/* {GENERATED} */")
     w("/* SPDX-License-Identifier: LGPL-2.1-or-later */")
     w("#ifndef MPRACE_ENGINE_SPEC_H")
     w("#define MPRACE_ENGINE_SPEC_H")
@@ -161,7 +166,7 @@ def gen_vhdl(s):
     e = s["engine"]
     out = []
     w = out.append
-    w("-- Generated from docs/dma-engine.toml by scripts/gen-spec.py: do not edit.")
+    w(f"-- {GENERATED}")
     w("-- The register map, descriptor layout and error codes of the DMA engine (docs/dma-engine.md).")
     w("library ieee;")
     w("use ieee.std_logic_1164.all;")
@@ -221,6 +226,34 @@ def gen_vhdl(s):
     w("")
     w("end package engine_spec_pkg;")
     return "\n".join(out) + "\n"
+
+
+# ----------------------------------------------------------------------------- Python
+
+def gen_python(s):
+    """The whole spec as a dict literal, for the cocotb tests (no TOML parser needed)."""
+    return "\n".join([
+        f'"""{GENERATED}"""',
+        "# SPDX-License-Identifier: GPL-2.0",
+        "",
+        f"SPEC = {pprint.pformat(s, width=100, sort_dicts=False)}",
+        "",
+    ])
+
+
+# ----------------------------------------------------------------------------- kernel
+
+def gen_kernel_ids(s):
+    """The PCI IDs of our boards, as entries of pcidriver.ko's pci_device_id table."""
+    i = s["ids"]
+    return "\n".join([
+        f"/* {GENERATED} */",
+        "/* SPDX-License-Identifier: GPL-2.0 */",
+        "/* The boards pcidriver.ko binds by itself (others: driver_override or new_id). */",
+        f"PCIDRV_BOARD_ID(0x{i['vendor']:04x}, 0x{i['device']:04x}, "
+        f"0x{i['subsystem_vendor']:04x}, 0x{i['subsystem_device']:04x})",
+        "",
+    ])
 
 
 # ----------------------------------------------------------------------------- Markdown
@@ -299,7 +332,8 @@ def outputs(top):
     s = load(top)
     with open(os.path.join(top, DOC), encoding="utf-8") as f:
         doc = f.read()
-    return {C_HEADER: gen_c(s), VHDL_PKG: gen_vhdl(s), DOC: splice_doc(doc, gen_doc_tables(s))}
+    return {C_HEADER: gen_c(s), VHDL_PKG: gen_vhdl(s), PY_MODULE: gen_python(s),
+            KERNEL_IDS: gen_kernel_ids(s), DOC: splice_doc(doc, gen_doc_tables(s))}
 
 
 def main():

@@ -1,4 +1,4 @@
--- Generated from docs/dma-engine.toml by scripts/gen-spec.py: do not edit.
+-- Generated from spec/dma-engine.toml by spec/gen-spec.py: do not edit.
 -- The register map, descriptor layout and error codes of the DMA engine (docs/dma-engine.md).
 library ieee;
 use ieee.std_logic_1164.all;

@@ -1,4 +1,4 @@
-/* Generated from docs/dma-engine.toml by scripts/gen-spec.py: do not edit. */
+/* Generated from spec/dma-engine.toml by spec/gen-spec.py: do not edit. */
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #ifndef MPRACE_ENGINE_SPEC_H
 #define MPRACE_ENGINE_SPEC_H
