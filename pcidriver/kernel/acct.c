@@ -17,6 +17,13 @@
 
 #include "pcidrv.h"
 
+/* user_struct.locked_vm exists only with one of its users configured (every distribution
+ * kernel has CONFIG_NET): say so rather than fail on the missing field. */
+#if !(defined(CONFIG_NET) || defined(CONFIG_IO_URING) || defined(CONFIG_VFIO_PCI_ZDEV_KVM) || \
+      IS_ENABLED(CONFIG_IOMMUFD) || defined(CONFIG_SECRETMEM))
+#error "pcidriver charges user_struct.locked_vm: build the kernel with CONFIG_NET or CONFIG_IO_URING"
+#endif
+
 /* Refused with -ENOMEM above RLIMIT_MEMLOCK unless the caller has CAP_IPC_LOCK. */
 int pcidrv_acct_charge(struct pcidrv_acct *acct, unsigned long pages)
 {
