@@ -6,7 +6,7 @@
 #   ./bootstrap.sh deps    install the missing system packages listed in scripts/deps.txt
 #   ./bootstrap.sh build   autoreconf + configure + make in ./build (CONFIGURE_FLAGS are passed on)
 #   ./bootstrap.sh debug-kernel   also build Linux 6.1 with KASAN, lockdep and DMA-API debugging
-#                          and run the QEMU suite on it (first run: about 20 minutes)
+#                          and run the QEMU suite on it (first run: about 10 minutes)
 # Environment: BUILD_DIR (default: build), CONFIGURE_FLAGS, JOBS (default: nproc),
 # SKIP_DEPS=1 (do not touch system packages), SANITIZERS=0 (check: skip the sanitizer builds).
 set -euo pipefail

@@ -29,7 +29,7 @@ if [ ! -f "$obj/.config" ] || [ "$frag" -nt "$obj/.config" ]; then
 		grep -qx "$want" "$obj/.config" || { echo "debug-kernel: $want did not take" >&2; exit 1; }
 	done
 fi
-echo "debug-kernel: building (first time: about 15 minutes on two cores)" >&2
+echo "debug-kernel: building (first time: about 6 minutes on two cores)" >&2
 make -s -C "$src" O="$obj" -j"$jobs" bzImage modules_prepare >&2
 make -s -C "$src" O="$obj" -j"$jobs" modules >&2 2>/dev/null || true
 kmod=$dir/pcidriver

@@ -181,7 +181,9 @@ static void churner(const char *path, unsigned int seed)
 		pd_kmem *km;
 		pd_umem *um;
 	} held[4];
-	char *buf = malloc(4 * (64 << 10));
+	/* eight 64 KiB slots, a mapping's in slot it % 8: the four live ones never share a
+	 * cache line (overlapping device-writable mappings break the DMA API's rules) */
+	char *buf = malloc(8 * (64 << 10));
 	unsigned int it, k, j;
 	struct held *h;
 
@@ -195,7 +197,7 @@ static void churner(const char *path, unsigned int seed)
 				n.regs.mmio = NULL;
 			if (pd_kmem_alloc(n.dev, 4096 << (seed % 4), &n.km))
 				n.km = NULL;
-			if (pd_umem_map(n.dev, buf + (it % 4) * (64 << 10) + seed % 4096,
+			if (pd_umem_map(n.dev, buf + (it % 8) * (64 << 10) + seed % 4096,
 					16384 + seed % 30000, PD_DMA_BIDIRECTIONAL, &n.um))
 				n.um = NULL;
 			/* replace a held handle (the new one is open: never hold nothing) */
