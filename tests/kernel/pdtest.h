@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "pcidriver/pcidriver.h"
 #include "pcidriver_uapi.h"
@@ -53,6 +54,8 @@ int wait_node(unsigned int minor, int present, unsigned int timeout_ms);
 int module_load(const char *params);	/* finit_module(pdt_module_path) */
 int module_unload(void);		/* delete_module("pcidriver", O_NONBLOCK) */
 int bind_edu_devices(void);		/* driver_override + drivers_probe; number bound */
+/* Become uid:gid with RLIMIT_MEMLOCK 64 KiB and no supplementary groups (_exit(3) on error). */
+void drop_privileges(uid_t uid, gid_t gid);
 /* Other devices: the PCI address of the first vendor:device (0 or -ENODEV); binding it to
  * pcidriver through driver_override (its minor, or -errno); unbinding it and clearing the
  * override (0 or -errno). */

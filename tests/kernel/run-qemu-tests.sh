@@ -98,6 +98,18 @@ if bad:
     sys.exit(1)
 PYEOF
 }
+# host_check GROUP DESCRIPTION CHECK ARG: after a boot that ran GROUP, one TAP line for
+# what CHECK (a function above) finds in ARG
+host_check() {
+	[ "$(has_group "$cfg" "$1")" = 1 ] || return 0
+	n=$((n + 1))
+	if why=$("$3" "$4" 2>&1); then
+		echo "ok $n - $tag: $1: $2"
+	else
+		echo "not ok $n - $tag: $1: $2"
+		echo "# [$tag] $why"
+	fi
+}
 groups_of() {
 	case $1 in
 	*-1g) echo "$PDT_GROUPS_1G" ;;
@@ -266,24 +278,10 @@ for cfg in $CONFIGS; do
 	fi
 	cp "$work/dmesg" "$log-dmesg.log"
 
-	if [ "$(has_group "$cfg" nvme)" = 1 ]; then
-		n=$((n + 1))
-		if why=$(check_nvme_image "$work/nvme.img" 2>&1); then
-			echo "ok $n - $tag: nvme: the disk image holds the blocks the guest wrote"
-		else
-			echo "not ok $n - $tag: nvme: the disk image holds the blocks the guest wrote"
-			echo "# [$tag] $why"
-		fi
-	fi
-	if [ "$(has_group "$cfg" wc)" = 1 ]; then
-		n=$((n + 1))
-		if why=$(check_wc_file "$work/ivshmem" 2>&1); then
-			echo "ok $n - $tag: wc: the shared-memory file holds what both mappings wrote"
-		else
-			echo "not ok $n - $tag: wc: the shared-memory file holds what both mappings wrote"
-			echo "# [$tag] $why"
-		fi
-	fi
+	host_check nvme "the disk image holds the blocks the guest wrote" \
+		check_nvme_image "$work/nvme.img"
+	host_check wc "the shared-memory file holds what both mappings wrote" \
+		check_wc_file "$work/ivshmem"
 done
 done
 exit 0

@@ -95,13 +95,10 @@ static int child_kmem_16k(void *arg)
 
 static void memlock_unpriv(void)
 {
-	struct rlimit rl = { 64 << 10, 64 << 10 };
 	struct memlock_ctx c;
 	int a, b, k1, k2;
 
-	if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgroups(0, NULL) || setgid(FPGA_UID) ||
-	    setuid(FPGA_UID))
-		_exit(3);
+	drop_privileges(FPGA_UID, FPGA_UID);
 	if (posix_memalign((void **)&c.buf, PAGE, 256 << 10))
 		_exit(1);
 	memset(c.buf, 1, 256 << 10);

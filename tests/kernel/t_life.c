@@ -335,14 +335,6 @@ static const char *const unpriv_checks[] = {
 	NULL,
 };
 
-static void drop_privileges(uid_t uid, gid_t gid)
-{
-	struct rlimit rl = { 64 << 10, 64 << 10 };
-
-	if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgroups(0, NULL) || setgid(gid) || setuid(uid))
-		_exit(3);
-}
-
 static void unpriv_child(void)
 {
 	uint8_t cfg[64], cfg_all[256], *buf = NULL;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* pdtest helpers: time, sysfs, raw file descriptors, fault probing, module loading, edu DMA. */
 #include <dirent.h>
+#include <grp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -327,4 +329,12 @@ int unbind_pci(const char *addr)
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver_override", addr);
 	b = sysfs_write(path, "\n");
 	return a ? a : b ? b : bound_minor(addr) < 0 ? 0 : -EBUSY;
+}
+
+void drop_privileges(uid_t uid, gid_t gid)
+{
+	struct rlimit rl = { 64 << 10, 64 << 10 };
+
+	if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgroups(0, NULL) || setgid(gid) || setuid(uid))
+		_exit(3);
 }
