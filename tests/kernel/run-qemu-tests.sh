@@ -6,7 +6,7 @@
 # under TCG, with two edu devices (28-bit DMA), in these configurations:
 #   plain        q35, 256 MiB
 #   iommu        q35,kernel-irqchip=split + intel-iommu, guest intel_iommu=on (IOVAs)
-#   swiotlb      guest swiotlb=force (bounce buffers: a missing sync corrupts data)
+#   swiotlb      guest swiotlb=8192,force (16 MiB of bounce buffers: a missing sync corrupts data)
 #   plain-1g, iommu-1g, swiotlb-1g
 #                the same with 1 GiB, so that buffers land above edu's 256 MiB reach
 #                (only the groups that expect it: load reach)
@@ -198,7 +198,7 @@ for cfg in $CONFIGS; do
 		machine=q35,kernel-irqchip=split
 		extra_dev="-device intel-iommu,intremap=on"
 		append="intel_iommu=on" ;;
-	swiotlb) append="swiotlb=force" ;;
+	swiotlb) append="swiotlb=8192,force" ;;	# a 16 MiB pool: room for KASAN kernels
 	*) bail "unknown configuration $cfg" ;;
 	esac
 	groups=$(groups_of "$cfg" | tr -s ' \n' ',' | sed 's/,$//')

@@ -334,7 +334,7 @@ static void read_boot(struct boot *b)
 	b->pool_reach = -1;
 	if (read_file("/proc/cmdline", cmdline, sizeof(cmdline) - 1) > 0) {
 		b->iommu = strstr(cmdline, "intel_iommu=on") != NULL;
-		b->swiotlb = strstr(cmdline, "swiotlb=force") != NULL;
+		b->swiotlb = strstr(cmdline, "swiotlb=") && strstr(cmdline, "force");
 	}
 	/* all RAM below the reach, or the pool's place if the kernel logged it (not always) */
 	if (meminfo_kb("MemTotal:") <= (long)(EDU_REACH >> 10))
@@ -437,22 +437,34 @@ static void reach_high_page(const struct boot *b, pd_device *dev, const struct p
 		pd_umem_unmap(um);
 }
 
+/* The bytes of the swiotlb pool (debugfs: slabs of 2 KiB), or the default 64 MiB. */
+static size_t pool_bytes(void)
+{
+	long slabs;
+
+	mkdir("/sys/kernel/debug", 0755);
+	mount("none", "/sys/kernel/debug", "debugfs", 0, NULL);
+	slabs = sysfs_long("/sys/kernel/debug/swiotlb/io_tlb_nslabs");
+	return slabs > 0 ? (size_t)slabs * 2048 : (size_t)64 << 20;
+}
+
 static void reach_pool(const struct boot *b, pd_device *dev)
 {
-	const size_t size = 80 << 20;
+	const size_t size = pool_bytes() + (8 << 20);
 	uint8_t *buf = NULL;
 	pd_umem *um = NULL;
 	int ret;
 
 	if (posix_memalign((void **)&buf, PAGE, size)) {
-		pdt_diag("no 80 MiB buffer");
+		pdt_diag("no %zu MiB buffer", size >> 20);
 		return;
 	}
 	memset(buf, 0x11, size);
 	ret = pd_umem_map(dev, buf, size, PD_DMA_TO_DEVICE, &um);
 	if (b->swiotlb && b->pool_reach >= 0)
 		CHECK(reach_checks[1], ret == (b->pool_reach ? -ENOMEM : -ERANGE),
-		      "%s (pool of 64 MiB %s reach)", errname(ret), b->pool_reach ? "in" : "beyond");
+		      "%s (%zu MiB, pool %s reach)", errname(ret), size >> 20,
+		      b->pool_reach ? "in" : "beyond");
 	else if (b->swiotlb)
 		CHECK(reach_checks[1], ret == -ENOMEM || ret == -ERANGE, "%s (pool place unknown)",
 		      errname(ret));
