@@ -8,7 +8,8 @@
  *   emu_link.c     the link timing model (presets, TLP cost, pacing waits) and clocks
  *   emu_iommu.c    the IOVA allocator and the IOMMU-like table the engine translates through
  *   emu_cfg.c      PCI config space (IDs, BARs, MSI and PCIe capabilities) and its write rules
- *   emu_regs.c     BAR0: register reads/writes with their side effects, interrupts
+ *   emu_regs.c     BAR0: register reads/writes with their side effects
+ *   emu_irq.c      IRQ_STATUS/IRQ_ENABLE, MSI vectors and the event counters pd_irq_wait uses
  *   emu_chan.c     the register side of the channels and the test logic (CONTROL, TAIL,
  *                  RING_*, TEST_CONTROL, seeds, global reset): the writers' state transitions
  *   emu_engine.c   the channel threads (descriptor ring, read-ahead window, completion
@@ -406,6 +407,8 @@ static inline uint32_t emu_mps(const struct emu_dev *d)
 /* emu_regs.c */
 uint32_t emu_reg_read(void *ctx, uint64_t off);
 void emu_reg_write(void *ctx, uint64_t off, uint32_t val);
+
+/* emu_irq.c */
 void emu_irq_init(struct emu_irq *irq, uint32_t vectors, int64_t drop);
 void emu_irq_destroy(struct emu_irq *irq);
 void emu_irq_raise(struct emu_dev *d, uint32_t bit);
@@ -416,6 +419,8 @@ void emu_irq_raise_status(struct emu_dev *d, uint32_t bit, atomic_uint *reg, uin
 void emu_irq_reset(struct emu_dev *d);
 int emu_irq_wait(struct emu_dev *d, unsigned int vec, uint32_t timeout_ms);
 int emu_irq_clear(struct emu_dev *d, unsigned int vec);
+void emu_irq_write_status(struct emu_dev *d, uint32_t v);  /* IRQ_STATUS: write 1 to clear */
+void emu_irq_write_enable(struct emu_dev *d, uint32_t v);
 
 /* emu_pool.c */
 int emu_pool_start(struct emu_dev *d);       /* worker threads */

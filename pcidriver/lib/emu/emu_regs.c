@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * BAR0 of the virtual board: the register file of docs/dma-engine.md section 9 behind the
- * pd_regs read32/write32 accessors, and the interrupt logic of section 6 feeding the
- * per-vector event counters that pd_irq_wait sleeps on.
+ * pd_regs read32/write32 accessors (the interrupt logic is emu_irq.c).
  *
  * Reads are lock-free loads. Writes with side effects call into the engine (emu_engine.c),
  * which applies them as hardware would: a TAIL write is a store plus a wake-up only when the
@@ -10,14 +9,7 @@
  * following STATUS read sees the new state), except that RUN = 0 lets a descriptor in flight
  * finish first.
  */
-#include <errno.h>
-#include <limits.h>
-#include <time.h>
-
 #include "emu.h"
-
-#define IRQ_BITS (MP_REG_IRQ_STATUS_C2H_DONE_MASK | MP_REG_IRQ_STATUS_H2C_DONE_MASK | \
-		  MP_REG_IRQ_STATUS_ERROR_MASK)
 
 static uint64_t cycles(struct emu_dev *d)
 {
@@ -122,9 +114,6 @@ uint32_t emu_reg_read(void *ctx, uint64_t off)
 	}
 }
 
-static void irq_write_status(struct emu_dev *d, uint32_t v);
-static void irq_write_enable(struct emu_dev *d, uint32_t v);
-
 static void chan_write(struct emu_chan *ch, uint64_t off, uint32_t v)
 {
 	switch (off) {
@@ -166,10 +155,10 @@ void emu_reg_write(void *ctx, uint64_t off, uint32_t v)
 		atomic_store_explicit(&d->scratch, v, memory_order_relaxed);
 		break;
 	case MP_REG_IRQ_STATUS:
-		irq_write_status(d, v);
+		emu_irq_write_status(d, v);
 		break;
 	case MP_REG_IRQ_ENABLE:
-		irq_write_enable(d, v);
+		emu_irq_write_enable(d, v);
 		break;
 	case MP_REG_TEST_CONTROL:
 	case MP_REG_PATGEN_SEED:
@@ -180,149 +169,4 @@ void emu_reg_write(void *ctx, uint64_t off, uint32_t v)
 	default:
 		break;
 	}
-}
-
-/* ------------------------------------------------------------------ interrupts */
-
-void emu_irq_init(struct emu_irq *irq, uint32_t vectors, int64_t drop)
-{
-	pthread_condattr_t attr;
-	unsigned int i;
-
-	pthread_mutex_init(&irq->lock, NULL);
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	for (i = 0; i < EMU_MAX_VECTORS; i++) {
-		pthread_cond_init(&irq->cond[i], &attr);
-		irq->count[i] = 0;
-	}
-	pthread_condattr_destroy(&attr);
-	atomic_init(&irq->status, 0);
-	atomic_init(&irq->enable, 0);
-	irq->msgs = 0;
-	irq->vectors = vectors;
-	irq->drop = drop;
-}
-
-void emu_irq_destroy(struct emu_irq *irq)
-{
-	unsigned int i;
-
-	for (i = 0; i < EMU_MAX_VECTORS; i++)
-		pthread_cond_destroy(&irq->cond[i]);
-	pthread_mutex_destroy(&irq->lock);
-}
-
-/* The MSI vector of an IRQ_STATUS bit: its own with at least 4 granted, else vector 0. */
-static unsigned int vector_of(const struct emu_irq *irq, uint32_t bit)
-{
-	static const unsigned int vec[MP_IRQ_SOURCES] = {
-		[MP_IRQ_C2H_DONE_BIT] = MP_IRQ_C2H_DONE_VECTOR,
-		[MP_IRQ_H2C_DONE_BIT] = MP_IRQ_H2C_DONE_VECTOR,
-		[MP_IRQ_ERROR_BIT] = MP_IRQ_ERROR_VECTOR,
-	};
-
-	return irq->vectors >= 4 ? vec[bit] : 0;
-}
-
-/* One MSI message (irq->lock held): the driver's handler counts it and wakes the waiters. */
-static void send_locked(struct emu_irq *irq, uint32_t bit)
-{
-	unsigned int v = vector_of(irq, bit);
-	uint64_t idx = irq->msgs++;
-
-	if (irq->drop >= 0 && idx == (uint64_t)irq->drop)
-		return;   /* fault injection: this message is lost */
-	if (irq->count[v] < INT_MAX)
-		irq->count[v]++;
-	pthread_cond_broadcast(&irq->cond[v]);
-}
-
-void emu_irq_raise(struct emu_dev *d, uint32_t bit)
-{
-	emu_irq_raise_status(d, bit, NULL, 0);
-}
-
-void emu_irq_raise_status(struct emu_dev *d, uint32_t bit, atomic_uint *reg, uint32_t val)
-{
-	struct emu_irq *irq = &d->irq;
-	uint32_t m = 1u << bit, old;
-
-	pthread_mutex_lock(&irq->lock);
-	old = atomic_fetch_or_explicit(&irq->status, m, memory_order_release);
-	if (reg)
-		atomic_store_explicit(reg, val, memory_order_release);
-	if (!(old & m) && (atomic_load_explicit(&irq->enable, memory_order_relaxed) & m))
-		send_locked(irq, bit);
-	pthread_mutex_unlock(&irq->lock);
-}
-
-static void irq_write_status(struct emu_dev *d, uint32_t v)
-{
-	pthread_mutex_lock(&d->irq.lock);
-	atomic_fetch_and_explicit(&d->irq.status, ~(v & IRQ_BITS), memory_order_release);
-	pthread_mutex_unlock(&d->irq.lock);
-}
-
-static void irq_write_enable(struct emu_dev *d, uint32_t v)
-{
-	struct emu_irq *irq = &d->irq;
-	uint32_t old, pending, bit;
-
-	v &= IRQ_BITS;
-	pthread_mutex_lock(&irq->lock);
-	old = atomic_exchange_explicit(&irq->enable, v, memory_order_relaxed);
-	/* enabling a source that is already pending raises it */
-	pending = v & ~old & atomic_load_explicit(&irq->status, memory_order_relaxed);
-	for (bit = 0; bit < MP_IRQ_SOURCES; bit++)
-		if (pending & (1u << bit))
-			send_locked(irq, bit);
-	pthread_mutex_unlock(&irq->lock);
-}
-
-/* Global reset: IRQ_STATUS and IRQ_ENABLE to 0 (the event counters belong to the driver). */
-void emu_irq_reset(struct emu_dev *d)
-{
-	pthread_mutex_lock(&d->irq.lock);
-	atomic_store(&d->irq.status, 0);
-	atomic_store(&d->irq.enable, 0);
-	pthread_mutex_unlock(&d->irq.lock);
-}
-
-int emu_irq_wait(struct emu_dev *d, unsigned int vec, uint32_t timeout_ms)
-{
-	struct emu_irq *irq = &d->irq;
-	struct timespec ts;
-	uint64_t deadline;
-	int n, rc = 0;
-
-	if (vec >= irq->vectors)
-		return -EINVAL;
-	pthread_mutex_lock(&irq->lock);
-	if (!irq->count[vec] && timeout_ms != 0) {
-		if (timeout_ms == PD_WAIT_FOREVER) {
-			while (!irq->count[vec])
-				pthread_cond_wait(&irq->cond[vec], &irq->lock);
-		} else {
-			deadline = emu_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-			ts.tv_sec = (time_t)(deadline / 1000000000ull);
-			ts.tv_nsec = (long)(deadline % 1000000000ull);
-			while (!irq->count[vec] && rc != ETIMEDOUT)
-				rc = pthread_cond_timedwait(&irq->cond[vec], &irq->lock, &ts);
-		}
-	}
-	n = (int)irq->count[vec];
-	irq->count[vec] = 0;
-	pthread_mutex_unlock(&irq->lock);
-	return n ? n : -ETIMEDOUT;
-}
-
-int emu_irq_clear(struct emu_dev *d, unsigned int vec)
-{
-	if (vec >= d->irq.vectors)
-		return -EINVAL;
-	pthread_mutex_lock(&d->irq.lock);
-	d->irq.count[vec] = 0;
-	pthread_mutex_unlock(&d->irq.lock);
-	return 0;
 }
