@@ -470,6 +470,7 @@ START_TEST(test_stop_and_run)
 	ck_assert(wait_head(&b, MP_CH_C2H, 3, EMU_WAIT_MS));
 	ck_assert_int_eq(pattern_mismatch(pd_kmem_ptr(km), 48, 0), -1);
 	/* RUN = 0 with nothing in flight: IDLE at once */
+	ck_assert(wait_busy_is(&b, MP_CH_C2H, false, EMU_WAIT_MS));
 	cwr(&b, MP_CH_C2H, MP_CHREG_CONTROL, 0);
 	ck_assert_uint_eq(state_of(crd(&b, MP_CH_C2H, MP_CHREG_STATUS)), MP_STATE_IDLE);
 	eb_close(&b);

@@ -207,18 +207,24 @@ static inline uint32_t wait_state(struct eb *b, unsigned int ch, uint32_t state,
 	return s;
 }
 
-/* Polls STATUS until BUSY: the channel has started a descriptor (thread wake-up can take
- * milliseconds on a loaded machine, so never assume it after a fixed sleep). */
-static inline bool wait_busy(struct eb *b, unsigned int ch, unsigned int ms)
+/* Polls STATUS until BUSY reads `busy`: set, the channel has started a descriptor (thread
+ * wake-up can take milliseconds on a loaded machine, so never assume it after a fixed sleep);
+ * clear, it has noticed that nothing is left (BUSY outlives the HEAD update of the last one). */
+static inline bool wait_busy_is(struct eb *b, unsigned int ch, bool busy, unsigned int ms)
 {
 	uint64_t end = now_ns() + (uint64_t)ms * 1000000u;
 
 	do {
-		if (crd(b, ch, MP_CHREG_STATUS) & MP_CHREG_STATUS_BUSY_MASK)
+		if (!!(crd(b, ch, MP_CHREG_STATUS) & MP_CHREG_STATUS_BUSY_MASK) == busy)
 			return true;
 		sleep_us(20);
 	} while (now_ns() < end);
 	return false;
+}
+
+static inline bool wait_busy(struct eb *b, unsigned int ch, unsigned int ms)
+{
+	return wait_busy_is(b, ch, true, ms);
 }
 
 static inline bool wait_head(struct eb *b, unsigned int ch, uint32_t head, unsigned int ms)
