@@ -27,6 +27,7 @@
 #include "bufmgr/bufmgr.hpp"
 #include "bufmgr/mprace_transfer.hpp"
 #include "mprace/mprace.hpp"
+#include "mprace/vboard.h"
 
 using namespace bufmgr;
 using Clock = std::chrono::steady_clock;
@@ -171,6 +172,7 @@ int run(const Config &c, Make make_transfer, const std::function<double(std::siz
 
 int main(int argc, char **argv)
 {
+	mp_vboard_register(); // the virtual board linked in: no plugin needed
 	Config c;
 	for (int i = 1; i < argc; ++i) {
 		const std::string a = argv[i];

@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "frontend.h"
 #include "pcidriver_uapi.h"
 
 struct kernel_dev {
@@ -23,13 +23,13 @@ struct kernel_dev {
 	int api_version;
 };
 
-static struct kernel_dev *kdev(pd_device *dev)
+static struct kernel_dev *kdev(void *dev)
 {
-	return dev->priv;
+	return dev;
 }
 
 /* ioctl returning 0 or a negative errno */
-static int kioctl(pd_device *dev, unsigned long cmd, void *arg)
+static int kioctl(void *dev, unsigned long cmd, void *arg)
 {
 	return ioctl(kdev(dev)->fd, cmd, arg) < 0 ? -errno : 0;
 }
@@ -41,7 +41,7 @@ static size_t page_round(size_t size)
 	return (size + page - 1) & ~(page - 1);
 }
 
-static int kernel_open(pd_device *dev, const char *name)
+static int kernel_open(const char *name, void **dev)
 {
 	struct kernel_dev *k;
 	int ret;
@@ -53,43 +53,56 @@ static int kernel_open(pd_device *dev, const char *name)
 	if (k->fd < 0) {
 		ret = -errno;
 		free(k);
-		return ret;
+		if (ret == -ENOENT)
+			pd_backend_set_error("%s does not exist: is pcidriver.ko loaded and bound to "
+					     "the board? (docs/pcidriver.md)", name);
+		else if (ret == -EACCES || ret == -EPERM)
+			pd_backend_set_error("%s: permission denied: install the udev rule or join "
+					     "its group (docs/pcidriver.md)", name);
+		else
+			pd_backend_set_error("%s: %s", name, pd_strerror(ret));
+		return ret == -ENOENT ? -ENODEV : ret;
 	}
-	dev->priv = k;
 
 	k->api_version = ioctl(k->fd, PCIDRIVER_GET_API_VERSION);
 	if (k->api_version < 0) {
 		/* not our driver (ENOTTY), or the device is gone */
 		ret = errno == ENOTTY ? -ENODEV : -errno;
+		pd_backend_set_error("%s: %s", name, ret == -ENODEV && errno == ENOTTY ?
+				     "not a pcidriver device" : pd_strerror(ret));
 		goto err_close;
 	}
 	if (k->api_version != PCIDRIVER_API_VERSION) {
 		ret = -EPROTO;
+		pd_backend_set_error("%s: the module speaks API version %d, this library %d: "
+				     "install matching versions", name, k->api_version,
+				     PCIDRIVER_API_VERSION);
 		goto err_close;
 	}
 	k->info.argsz = sizeof(k->info);
-	ret = kioctl(dev, PCIDRIVER_DEVICE_GET_INFO, &k->info);
-	if (ret)
+	ret = kioctl(k, PCIDRIVER_DEVICE_GET_INFO, &k->info);
+	if (ret) {
+		pd_backend_set_error("%s: device info: %s", name, pd_strerror(ret));
 		goto err_close;
+	}
+	*dev = k;
 	return 0;
 
 err_close:
 	close(k->fd);
 	free(k);
-	dev->priv = NULL;
 	return ret;
 }
 
-static void kernel_close(pd_device *dev)
+static void kernel_close(void *dev)
 {
 	struct kernel_dev *k = kdev(dev);
 
 	close(k->fd);
 	free(k);
-	dev->priv = NULL;
 }
 
-static int kernel_info(pd_device *dev, struct pd_info *info)
+static int kernel_info(void *dev, struct pd_info *info)
 {
 	struct kernel_dev *k = kdev(dev);
 	const struct pcidriver_device_info *ki = &k->info;
@@ -126,7 +139,7 @@ static int kernel_info(pd_device *dev, struct pd_info *info)
 
 /* ---- BARs ---- */
 
-static int kernel_map_bar(pd_device *dev, unsigned int bar, unsigned int flags, void **addr,
+static int kernel_map_bar(void *dev, unsigned int bar, unsigned int flags, void **addr,
 			  size_t *size)
 {
 	const struct pcidriver_bar_info *kb = &kdev(dev)->info.bar[bar];
@@ -145,13 +158,13 @@ static int kernel_map_bar(pd_device *dev, unsigned int bar, unsigned int flags, 
 	return 0;
 }
 
-static int kernel_unmap_bar(pd_device *dev, unsigned int bar, void *addr, size_t size)
+static int kernel_unmap_bar(void *dev, unsigned int bar, void *addr, size_t size)
 {
 	return munmap(addr, size) ? -errno : 0;
 }
 
 /* The mapped BAR itself: pd_reg_read32/write32 become volatile loads and stores. */
-static int kernel_regs_get(pd_device *dev, unsigned int bar, struct pd_regs *regs)
+static int kernel_regs_get(void *dev, unsigned int bar, struct pd_regs *regs)
 {
 	size_t size = 0;
 	void *addr;
@@ -167,7 +180,7 @@ static int kernel_regs_get(pd_device *dev, unsigned int bar, struct pd_regs *reg
 
 /* ---- config space ---- */
 
-static int kernel_cfg_rw(pd_device *dev, unsigned long cmd, uint32_t offset, const void *buf,
+static int kernel_cfg_rw(void *dev, unsigned long cmd, uint32_t offset, const void *buf,
 			 size_t len)
 {
 	struct pcidriver_config_rw req = {
@@ -180,26 +193,26 @@ static int kernel_cfg_rw(pd_device *dev, unsigned long cmd, uint32_t offset, con
 	return kioctl(dev, cmd, &req);
 }
 
-static int kernel_cfg_read(pd_device *dev, uint32_t offset, void *buf, size_t len)
+static int kernel_cfg_read(void *dev, uint32_t offset, void *buf, size_t len)
 {
 	return kernel_cfg_rw(dev, PCIDRIVER_CONFIG_READ, offset, buf, len);
 }
 
-static int kernel_cfg_write(pd_device *dev, uint32_t offset, const void *buf, size_t len)
+static int kernel_cfg_write(void *dev, uint32_t offset, const void *buf, size_t len)
 {
 	return kernel_cfg_rw(dev, PCIDRIVER_CONFIG_WRITE, offset, buf, len);
 }
 
 /* ---- kernel memory ---- */
 
-static int kmem_free_id(pd_device *dev, uint32_t id)
+static int kmem_free_id(void *dev, uint32_t id)
 {
 	struct pcidriver_mem_id req = { .argsz = sizeof(req), .id = id };
 
 	return kioctl(dev, PCIDRIVER_KMEM_FREE, &req);
 }
 
-static int kernel_kmem_alloc(pd_device *dev, pd_kmem *km)
+static int kernel_kmem_alloc(void *dev, struct pd_backend_kmem *km)
 {
 	struct pcidriver_kmem_alloc req = { .argsz = sizeof(req), .size = km->size };
 	void *p;
@@ -221,7 +234,7 @@ static int kernel_kmem_alloc(pd_device *dev, pd_kmem *km)
 	return 0;
 }
 
-static int kernel_kmem_free(pd_device *dev, pd_kmem *km)
+static int kernel_kmem_free(void *dev, struct pd_backend_kmem *km)
 {
 	int ret = munmap(km->ptr, page_round(km->size)) ? -errno : 0;
 	int ret2 = kmem_free_id(dev, km->id);
@@ -231,14 +244,14 @@ static int kernel_kmem_free(pd_device *dev, pd_kmem *km)
 
 /* ---- user memory ---- */
 
-static int umem_unmap_id(pd_device *dev, uint32_t id)
+static int umem_unmap_id(void *dev, uint32_t id)
 {
 	struct pcidriver_mem_id req = { .argsz = sizeof(req), .id = id };
 
 	return kioctl(dev, PCIDRIVER_UMEM_UNMAP, &req);
 }
 
-static int kernel_umem_map(pd_device *dev, pd_umem *um)
+static int kernel_umem_map(void *dev, struct pd_backend_umem *um)
 {
 	struct pcidriver_umem_map req = {
 		.argsz = sizeof(req),
@@ -291,12 +304,12 @@ err_unmap:
 	return ret;
 }
 
-static int kernel_umem_unmap(pd_device *dev, pd_umem *um)
+static int kernel_umem_unmap(void *dev, struct pd_backend_umem *um)
 {
 	return umem_unmap_id(dev, um->id);
 }
 
-static int kernel_umem_sync(pd_device *dev, pd_umem *um, enum pd_sync_dir dir)
+static int kernel_umem_sync(void *dev, struct pd_backend_umem *um, enum pd_sync_dir dir)
 {
 	struct pcidriver_umem_sync req = {
 		.argsz = sizeof(req),
@@ -310,7 +323,7 @@ static int kernel_umem_sync(pd_device *dev, pd_umem *um, enum pd_sync_dir dir)
 
 /* ---- interrupts ---- */
 
-static int kernel_irq_wait(pd_device *dev, unsigned int source, uint32_t timeout_ms)
+static int kernel_irq_wait(void *dev, unsigned int source, uint32_t timeout_ms)
 {
 	struct pcidriver_irq_wait req = {
 		.argsz = sizeof(req),
@@ -324,7 +337,7 @@ static int kernel_irq_wait(pd_device *dev, unsigned int source, uint32_t timeout
 	return req.count > INT32_MAX ? INT32_MAX : (int)req.count;
 }
 
-static int kernel_irq_clear(pd_device *dev, unsigned int source)
+static int kernel_irq_clear(void *dev, unsigned int source)
 {
 	struct pcidriver_irq_clear req = { .argsz = sizeof(req), .source = source };
 
@@ -332,7 +345,8 @@ static int kernel_irq_clear(pd_device *dev, unsigned int source)
 }
 
 const struct pd_backend_ops pd_kernel_backend = {
-	.name = "kernel",
+	.abi = PD_BACKEND_ABI,
+	.prefix = "kernel",
 	.open = kernel_open,
 	.close = kernel_close,
 	.info = kernel_info,

@@ -10,10 +10,44 @@
 #include <string.h>
 #include <unistd.h>
 #include <glob.h>
+#include <pthread.h>
 
-#include "backend.h"
+#include "frontend.h"
 
 #define PD_DEFAULT_KERNEL_DEVICE "/dev/fpga0"
+
+/* A node of a circular doubly-linked list: O(1) unlink for thousands of pinned buffers. */
+struct pd_link {
+	struct pd_link *prev, *next;
+};
+
+struct pd_bar_map {
+	void *addr;
+	size_t size;
+	unsigned int flags; /* PD_MAP_* the mapping was made with */
+};
+
+struct pd_device {
+	const struct pd_backend_ops *ops;
+	void *priv;           /* the backend's */
+	pthread_mutex_t lock; /* protects bars[], kmems and umems */
+	struct pd_bar_map bars[PD_MAX_BARS];
+	/* kmem/umem still owned by this handle (lock), released by pd_close */
+	struct pd_link kmems;
+	struct pd_link umems;
+};
+
+struct pd_kmem {
+	struct pd_link link; /* first: the list code casts a link back to its object */
+	pd_device *dev;
+	struct pd_backend_kmem b;
+};
+
+struct pd_umem {
+	struct pd_link link; /* first, as in pd_kmem */
+	pd_device *dev;
+	struct pd_backend_umem b;
+};
 
 /* The ownership lists of a handle: every kmem/umem it still holds, for pd_close. */
 static void own(pd_device *dev, struct pd_link *head, struct pd_link *l)
@@ -35,10 +69,15 @@ static void disown(pd_device *dev, struct pd_link *l)
 	pthread_mutex_unlock(&dev->lock);
 }
 
-/* Is `name` one of "emu", "emu:..."? */
-static int is_emu_name(const char *name)
+/* The length of the backend prefix of "PREFIX" or "PREFIX:OPTIONS", 0 if name has none. */
+static size_t backend_prefix_len(const char *name)
 {
-	return strncmp(name, "emu", 3) == 0 && (name[3] == '\0' || name[3] == ':');
+	size_t len = strcspn(name, ":");
+
+	if (len == 0 || len > PD_BACKEND_PREFIX_MAX || name[0] < 'a' || name[0] > 'z' ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789") != len)
+		return 0;
+	return len;
 }
 
 /* Map "/dev/fpgaN", "fpgaN" and "N" to a char device path; -EINVAL for anything else. */
@@ -61,24 +100,20 @@ static int kernel_device_path(const char *name, char *path, size_t len)
 	return 0;
 }
 
-/*
- * Resolve the default device: $PCIDRIVER_DEVICE, else /dev/fpga0 when present, else the
- * virtual board. The fallback is announced on stderr once per process so that nobody
- * mistakes emulated figures for hardware ones.
- */
+/* The default device: $PCIDRIVER_DEVICE, else /dev/fpga0. Never a simulator: an application
+ * runs on the virtual board only when someone asked for it. */
 static const char *default_device(void)
 {
-	static int announced;
 	const char *env = getenv("PCIDRIVER_DEVICE");
 
 	if (env && *env)
 		return env;
 	if (access(PD_DEFAULT_KERNEL_DEVICE, F_OK) == 0)
 		return PD_DEFAULT_KERNEL_DEVICE;
-	if (!__atomic_exchange_n(&announced, 1, __ATOMIC_RELAXED))
-		fprintf(stderr, "libpcidriver: no %s found, using the virtual board (emu:); "
-			"set PCIDRIVER_DEVICE to choose a device\n", PD_DEFAULT_KERNEL_DEVICE);
-	return "emu:";
+	pd_backend_set_error("no board: %s does not exist and PCIDRIVER_DEVICE is not set; "
+			     "load pcidriver.ko for a board, or set PCIDRIVER_DEVICE=emu: (or open "
+			     "\"emu:\") for the virtual board", PD_DEFAULT_KERNEL_DEVICE);
+	return NULL;
 }
 
 int pd_open(const char *name, pd_device **out)
@@ -86,22 +121,30 @@ int pd_open(const char *name, pd_device **out)
 	const struct pd_backend_ops *ops;
 	char path[PATH_MAX];
 	pd_device *dev;
+	size_t plen;
 	int ret;
 
+	pd_clear_open_error();
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	if (!name || !*name)
+	if (!name || !*name) {
 		name = default_device();
-
-	if (is_emu_name(name)) {
-		ops = &pd_emu_backend;
-		snprintf(path, sizeof(path), "%s", name);
-	} else {
-		ops = &pd_kernel_backend;
-		ret = kernel_device_path(name, path, sizeof(path));
-		if (ret)
+		if (!name)
 			return -ENODEV;
+	}
+
+	if (kernel_device_path(name, path, sizeof(path)) == 0) {
+		ops = &pd_kernel_backend;
+		name = path;
+	} else if ((plen = backend_prefix_len(name)) != 0) {
+		ops = pd_backend_find(name, plen);
+		if (!ops)
+			return -ENODEV;
+	} else {
+		pd_backend_set_error("'%s' is not a device name: use /dev/fpgaN, fpgaN, N or a "
+				     "backend's PREFIX[:OPTIONS] such as emu:", name);
+		return -ENODEV;
 	}
 
 	dev = calloc(1, sizeof(*dev));
@@ -111,8 +154,10 @@ int pd_open(const char *name, pd_device **out)
 	pthread_mutex_init(&dev->lock, NULL);
 	dev->kmems.next = dev->kmems.prev = &dev->kmems;
 	dev->umems.next = dev->umems.prev = &dev->umems;
-	ret = ops->open(dev, path);
+	ret = ops->open(name, &dev->priv);
 	if (ret) {
+		if (!pd_open_error()[0])
+			pd_backend_set_error("%s: %s", name, pd_strerror(ret));
 		pthread_mutex_destroy(&dev->lock);
 		free(dev);
 		return ret;
@@ -133,7 +178,7 @@ void pd_close(pd_device *dev)
 		pd_kmem_free((pd_kmem *)dev->kmems.next);
 	for (bar = 0; bar < PD_MAX_BARS; bar++)
 		pd_unmap_bar(dev, bar);
-	dev->ops->close(dev);
+	dev->ops->close(dev->priv);
 	pthread_mutex_destroy(&dev->lock);
 	free(dev);
 }
@@ -143,7 +188,7 @@ int pd_info(pd_device *dev, struct pd_info *info)
 	if (!dev || !info)
 		return -EINVAL;
 	memset(info, 0, sizeof(*info));
-	return dev->ops->info(dev, info);
+	return dev->ops->info(dev->priv, info);
 }
 
 static int cmp_names(const void *a, const void *b)
@@ -155,25 +200,44 @@ static int cmp_names(const void *a, const void *b)
 	return lx != ly ? (lx < ly ? -1 : 1) : strcmp(x, y);
 }
 
+struct name_list {
+	char (*names)[64];
+	size_t max, n;
+};
+
+static void add_backend(const char *prefix, void *arg)
+{
+	struct name_list *l = arg;
+	char name[64];
+	size_t i;
+
+	snprintf(name, sizeof(name), "%s:", prefix);
+	for (i = 0; i < l->n && i < l->max; i++)
+		if (strcmp(l->names[i], name) == 0)
+			return;   /* a plugin found in two directories */
+	if (l->n < l->max)
+		memcpy(l->names[l->n], name, sizeof(name));
+	l->n++;
+}
+
 int pd_list(char names[][64], size_t max, size_t *count)
 {
+	struct name_list l = { .names = names, .max = max };
 	glob_t g;
-	size_t n = 0, i;
+	size_t i;
 
 	if (!count || (max && !names))
 		return -EINVAL;
 	if (glob("/dev/fpga[0-9]*", 0, NULL, &g) == 0) {
-		for (i = 0; i < g.gl_pathc; i++, n++)
-			if (n < max)
-				snprintf(names[n], 64, "%s", g.gl_pathv[i]);
+		for (i = 0; i < g.gl_pathc; i++, l.n++)
+			if (l.n < max)
+				snprintf(names[l.n], 64, "%s", g.gl_pathv[i]);
 		globfree(&g);
 	}
-	if (n && names)
-		qsort(names, n < max ? n : max, 64, cmp_names);
-	if (n < max)
-		snprintf(names[n], 64, "emu:");
-	n++;
-	*count = n;
+	if (l.n && names)
+		qsort(names, l.n < max ? l.n : max, 64, cmp_names);
+	pd_backend_each(add_backend, &l);
+	*count = l.n;
 	return 0;
 }
 
@@ -187,7 +251,7 @@ int pd_map_bar(pd_device *dev, unsigned int bar, unsigned int flags, void **addr
 		return -EINVAL;
 	pthread_mutex_lock(&dev->lock);
 	if (!dev->bars[bar].addr) {
-		ret = dev->ops->map_bar(dev, bar, flags, &dev->bars[bar].addr,
+		ret = dev->ops->map_bar(dev->priv, bar, flags, &dev->bars[bar].addr,
 					&dev->bars[bar].size);
 		if (ret)
 			dev->bars[bar].addr = NULL;
@@ -214,7 +278,7 @@ int pd_unmap_bar(pd_device *dev, unsigned int bar)
 		return -EINVAL;
 	pthread_mutex_lock(&dev->lock);
 	if (dev->bars[bar].addr) {
-		ret = dev->ops->unmap_bar(dev, bar, dev->bars[bar].addr, dev->bars[bar].size);
+		ret = dev->ops->unmap_bar(dev->priv, bar, dev->bars[bar].addr, dev->bars[bar].size);
 		dev->bars[bar].addr = NULL;
 		dev->bars[bar].size = 0;
 	}
@@ -227,7 +291,7 @@ int pd_regs_get(pd_device *dev, unsigned int bar, struct pd_regs *regs)
 	if (!dev || bar >= PD_MAX_BARS || !regs)
 		return -EINVAL;
 	memset(regs, 0, sizeof(*regs));
-	return dev->ops->regs_get(dev, bar, regs);
+	return dev->ops->regs_get(dev->priv, bar, regs);
 }
 
 static int bar_range(pd_device *dev, unsigned int bar, uint64_t offset, size_t len,
@@ -296,14 +360,14 @@ int pd_cfg_read(pd_device *dev, uint32_t offset, void *buf, size_t len)
 {
 	int ret = cfg_range(dev, offset, buf, len);
 
-	return ret ? ret : dev->ops->cfg_read(dev, offset, buf, len);
+	return ret ? ret : dev->ops->cfg_read(dev->priv, offset, buf, len);
 }
 
 int pd_cfg_write(pd_device *dev, uint32_t offset, const void *buf, size_t len)
 {
 	int ret = cfg_range(dev, offset, buf, len);
 
-	return ret ? ret : dev->ops->cfg_write(dev, offset, buf, len);
+	return ret ? ret : dev->ops->cfg_write(dev->priv, offset, buf, len);
 }
 
 /* ---- kernel memory ---- */
@@ -322,8 +386,8 @@ int pd_kmem_alloc(pd_device *dev, size_t size, pd_kmem **out)
 	if (!km)
 		return -ENOMEM;
 	km->dev = dev;
-	km->size = size;
-	ret = dev->ops->kmem_alloc(dev, km);
+	km->b.size = size;
+	ret = dev->ops->kmem_alloc(dev->priv, &km->b);
 	if (ret) {
 		free(km);
 		return ret;
@@ -342,15 +406,15 @@ int pd_kmem_free(pd_kmem *km)
 		return -EINVAL;
 	dev = km->dev;
 	disown(dev, &km->link);
-	ret = dev->ops->kmem_free(dev, km);
+	ret = dev->ops->kmem_free(dev->priv, &km->b);
 	free(km);
 	return ret;
 }
 
-void *pd_kmem_ptr(const pd_kmem *km) { return km ? km->ptr : NULL; }
-uint64_t pd_kmem_bus_addr(const pd_kmem *km) { return km ? km->bus_addr : 0; }
-size_t pd_kmem_size(const pd_kmem *km) { return km ? km->size : 0; }
-uint32_t pd_kmem_id(const pd_kmem *km) { return km ? km->id : 0; }
+void *pd_kmem_ptr(const pd_kmem *km) { return km ? km->b.ptr : NULL; }
+uint64_t pd_kmem_bus_addr(const pd_kmem *km) { return km ? km->b.bus_addr : 0; }
+size_t pd_kmem_size(const pd_kmem *km) { return km ? km->b.size : 0; }
+uint32_t pd_kmem_id(const pd_kmem *km) { return km ? km->b.id : 0; }
 
 /* ---- user memory ---- */
 
@@ -371,12 +435,12 @@ int pd_umem_map(pd_device *dev, void *addr, size_t size, enum pd_dma_dir dir, pd
 	if (!um)
 		return -ENOMEM;
 	um->dev = dev;
-	um->addr = addr;
-	um->size = size;
-	um->dir = dir;
-	ret = dev->ops->umem_map(dev, um);
+	um->b.addr = addr;
+	um->b.size = size;
+	um->b.dir = dir;
+	ret = dev->ops->umem_map(dev->priv, &um->b);
 	if (ret) {
-		free(um->sg);
+		free(um->b.sg);
 		free(um);
 		return ret;
 	}
@@ -394,13 +458,13 @@ int pd_umem_unmap(pd_umem *um)
 		return -EINVAL;
 	dev = um->dev;
 	disown(dev, &um->link);
-	ret = dev->ops->umem_unmap(dev, um);
-	free(um->sg);
+	ret = dev->ops->umem_unmap(dev->priv, &um->b);
+	free(um->b.sg);
 	free(um);
 	return ret;
 }
 
-size_t pd_umem_sg_count(const pd_umem *um) { return um ? um->sg_count : 0; }
+size_t pd_umem_sg_count(const pd_umem *um) { return um ? um->b.sg_count : 0; }
 
 int pd_umem_sglist(pd_umem *um, struct pd_sg_entry *entries, size_t max)
 {
@@ -408,8 +472,8 @@ int pd_umem_sglist(pd_umem *um, struct pd_sg_entry *entries, size_t max)
 
 	if (!um || (max && !entries))
 		return -EINVAL;
-	n = um->sg_count < max ? um->sg_count : max;
-	memcpy(entries, um->sg, n * sizeof(*entries));
+	n = um->b.sg_count < max ? um->b.sg_count : max;
+	memcpy(entries, um->b.sg, n * sizeof(*entries));
 	return (int)n;
 }
 
@@ -417,12 +481,12 @@ int pd_umem_sync(pd_umem *um, enum pd_sync_dir dir)
 {
 	if (!um || (dir != PD_SYNC_FOR_CPU && dir != PD_SYNC_FOR_DEVICE))
 		return -EINVAL;
-	return um->dev->ops->umem_sync(um->dev, um, dir);
+	return um->dev->ops->umem_sync(um->dev->priv, &um->b, dir);
 }
 
-void *pd_umem_ptr(const pd_umem *um) { return um ? um->addr : NULL; }
-size_t pd_umem_size(const pd_umem *um) { return um ? um->size : 0; }
-uint32_t pd_umem_id(const pd_umem *um) { return um ? um->id : 0; }
+void *pd_umem_ptr(const pd_umem *um) { return um ? um->b.addr : NULL; }
+size_t pd_umem_size(const pd_umem *um) { return um ? um->b.size : 0; }
+uint32_t pd_umem_id(const pd_umem *um) { return um ? um->b.id : 0; }
 
 /* ---- interrupts ---- */
 
@@ -430,18 +494,21 @@ int pd_irq_wait(pd_device *dev, unsigned int source, uint32_t timeout_ms)
 {
 	if (!dev)
 		return -EINVAL;
-	return dev->ops->irq_wait(dev, source, timeout_ms);
+	return dev->ops->irq_wait(dev->priv, source, timeout_ms);
 }
 
 int pd_irq_clear(pd_device *dev, unsigned int source)
 {
 	if (!dev)
 		return -EINVAL;
-	return dev->ops->irq_clear(dev, source);
+	return dev->ops->irq_clear(dev->priv, source);
 }
 
+/* Constant strings only: safe from any thread, never invalidated by a later call. */
 const char *pd_strerror(int err)
 {
+	const char *s;
+
 	switch (-err) {
 	case 0:
 		return "success";
@@ -454,6 +521,7 @@ const char *pd_strerror(int err)
 	case ETIMEDOUT:
 		return "timed out waiting for the interrupt";
 	default:
-		return strerror(-err);
+		s = err < 0 ? strerrordesc_np(-err) : NULL;
+		return s ? s : "unknown error (not a negative errno)";
 	}
 }

@@ -20,6 +20,7 @@
 #include "bufmgr/cuda.hpp"
 #include "bufmgr/mprace_transfer.hpp"
 #include "gpu_pattern.h"
+#include "mprace/vboard.h"
 
 using namespace bufmgr;
 using Clock = std::chrono::steady_clock;
@@ -94,6 +95,7 @@ int main(int argc, char **argv)
 	std::printf("%-22s %-9s %7s | %8s %8s %8s | %6s %6s |\n", "board", "buffers", "xfer", "board", "serial",
 		    "relay", "serial", "relay");
 
+	mp_vboard_register(); // the virtual board linked in: no plugin needed
 	mprace::Board board("emu:link=gen3x8");
 	mprace::DMAEngine engine(board);
 	board.setTestRouting(mprace::C2HSource::Pattern, mprace::H2CSink::Checker);

@@ -5,8 +5,7 @@
 #
 #   tests/gpu/run-gpu-tests.sh
 #
-# Builds libpcidriver (with the virtual board) and libmprace from the sources their Makefile
-# fragments list, the GPU tests and bufmgr_bench, into $BUILD (default: build-gpu/ in the
+# Builds libpcidriver, the virtual board and libmprace from the sources their Makefiles list, the GPU tests and bufmgr_bench, into $BUILD (default: build-gpu/ in the
 # source tree); then runs
 #   test_gpu_refuse   kernel-memory buffers refused before any CUDA call
 #   test_gpu_stage    FPGA -> host -> GPU and back, data checked on the GPU and by the board
@@ -34,7 +33,7 @@ sources() { # FILE... -> the .c/.cpp words of the *_SOURCES assignments in them
 		[ -f "$f" ] && sed -e ':a' -e '/\\$/N; s/\\\n/ /; ta' "$f"
 	done | grep -E '^[a-z_]+_la_SOURCES[[:space:]]*\+?=' | tr ' \t' '\n\n' | grep -E '\.(c|cpp)$' || true
 }
-pd_srcs=$(sources pcidriver/lib/Makefile.am pcidriver/lib/emu/Makefile.inc | sed 's|^|pcidriver/lib/|')
+pd_srcs="$(sources pcidriver/lib/Makefile.am | sed 's|^|pcidriver/lib/|') $(sources vboard/Makefile.am | grep -v plugin.c | sed 's|^|vboard/|')"
 mp_srcs=$(sources libmprace/Makefile.am libmprace/src/Makefile.inc | sed 's|^|libmprace/|')
 
 # A small makefile, so that the build runs in parallel and only redoes what changed.
@@ -44,7 +43,7 @@ mk=$build/Makefile
 	echo "CXX = $CXX"
 	echo "NVCC = $NVCC"
 	echo "TOP = $top"
-	echo "CPPFLAGS = -D_GNU_SOURCE -I\$(TOP)/pcidriver/lib -I\$(TOP)/pcidriver/include -I\$(TOP)/libmprace/include -I\$(TOP)/spec/include -I\$(TOP)/libbufmgr/include -I\$(TOP)/tests/gpu -I$cuda_home/include"
+	echo "CPPFLAGS = -D_GNU_SOURCE -DPD_BACKEND_DIR='\"/nonexistent\"' -I\$(TOP)/vboard/include -I\$(TOP)/vboard/src -I\$(TOP)/pcidriver/lib -I\$(TOP)/pcidriver/include -I\$(TOP)/libmprace/include -I\$(TOP)/spec/include -I\$(TOP)/libbufmgr/include -I\$(TOP)/tests/gpu -I$cuda_home/include"
 	echo "CFLAGS = -std=gnu11 -O2 -g -pthread"
 	echo "CXXFLAGS = -std=c++17 -O2 -g -pthread -Wall"
 	echo "NVCCFLAGS = -std=c++17 -O2 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90"

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * pdtest32: the compat32 checks (t_compat.c declares their names), built as a static i386
- * program together with libpcidriver's front end (pcidriver.c) and kernel backend. The
- * virtual board is not part of this build.
+ * program together with libpcidriver's front end (pcidriver.c), its backend registry and
+ * kernel backend. No other backend is part of this build.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -12,24 +12,12 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "pcidriver/pcidriver.h"
 #include "pdtest.h"
 
 extern const char *const compat32_checks[];
 
 const char *pdt_module_path = "/pcidriver.ko";
-
-static int no_emu(pd_device *dev, const char *name)
-{
-	return -ENODEV;
-}
-
-static void no_emu_close(pd_device *dev)
-{
-}
-
-const struct pd_backend_ops pd_emu_backend = { .name = "emu", .open = no_emu,
-					       .close = no_emu_close };
 
 void pdt_check(const char *name, int cond, const char *fmt, ...)
 {

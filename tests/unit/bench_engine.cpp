@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "mprace/mprace.hpp"
+#include "mprace/vboard.h"
 
 using namespace mprace;
 
@@ -262,6 +263,7 @@ void throughput(const char *link, double gib)
 
 int main(int argc, char **argv)
 {
+	mp_vboard_register(); // the virtual board linked in: no plugin needed
 	std::size_t ops = 200000;
 	double gib = 2;
 	std::vector<std::string> extra_links;

@@ -363,18 +363,23 @@ START_TEST(test_options_good)
 }
 END_TEST
 
+/* The reason is pd_open_error()'s; the library itself prints nothing. */
 START_TEST(test_options_bad)
 {
 	size_t i;
-	const char *err;
+	const char *err, *out;
 	int rc;
 
 	for (i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
-		err = capture_stderr(open_close, (void *)bad_names[i].name, &rc);
+		out = capture_stderr(open_close, (void *)bad_names[i].name, &rc);
 		ck_assert_msg(rc == -EINVAL, "%s: %d", bad_names[i].name, rc);
+		ck_assert_msg(!*out, "%s: printed on stderr: %s", bad_names[i].name, out);
+		err = pd_open_error();
 		ck_assert_msg(strstr(err, "emu") && strstr(err, bad_names[i].needle),
 			      "%s: message does not name the option: %s", bad_names[i].name, err);
 	}
+	ck_assert_int_eq(open_close("emu:"), 0);
+	ck_assert_str_eq(pd_open_error(), "");
 }
 END_TEST
 

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <thread>
 
+#include "../common/device.hpp"
 #include "../common/units.hpp"
 
 #include "mprace/mprace.hpp"
@@ -50,7 +51,7 @@ mprace::Board &Env::board()
 	if (!open_error_.empty())
 		throw Unavailable(open_error_);
 	try {
-		board_ = std::make_unique<mprace::Board>(device_);
+		board_ = std::make_unique<mprace::Board>(tools::pick_device(device_, "dmabench"));
 	} catch (const std::exception &e) {
 		open_error_ = std::string("cannot open the board: ") + e.what();
 		throw Unavailable(open_error_);
@@ -82,16 +83,10 @@ void Env::route(unsigned c2h_source, unsigned h2c_sink)
 
 std::string Env::device_name() const
 {
-	if (!device_.empty())
+	if (no_device())
 		return device_;
-	// What libpcidriver picks for NULL (pcidriver.h).
-	if (const char *e = std::getenv("PCIDRIVER_DEVICE"))
-		if (*e)
-			return e;
-	struct stat st;
-	if (stat("/dev/fpga0", &st) == 0)
-		return "/dev/fpga0";
-	return "emu:";
+	// said when the board is opened, not when a run that never needed it is reported
+	return tools::pick_device(device_, "dmabench", false);
 }
 
 std::string Env::device_description() const

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/device.hpp"
 #include "../common/units.hpp"
 #include "mode.hpp"
 #include "mprace/board.hpp"
@@ -145,6 +146,7 @@ void write_file(const std::string &path, F writer, std::vector<std::string> &wri
 
 int main(int argc, char **argv)
 {
+	tools::link_virtual_board();
 	enum { OPT_VERIFY = 256, OPT_REF, OPT_PIO_MAX, OPT_PLOT, OPT_NO_PROGRESS, OPT_LIST_MODES };
 	static const struct option longopts[] = {
 		{"modes", required_argument, nullptr, 'm'},

@@ -4,6 +4,7 @@
 // ("NAME (0xOFF) = 0xVALUE", "key: value") and throws UsageError for bad arguments and Failed
 // when the board says no.
 #include "cli.hpp"
+#include "common/device.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -105,7 +106,8 @@ Session::~Session()
 mprace::Board &Session::board()
 {
 	if (!board_)
-		board_ = std::make_unique<mprace::Board>(device_, no_check_ ? mprace::Board::NoCheck : 0u);
+		board_ = std::make_unique<mprace::Board>(tools::pick_device(device_, "mprace"),
+							 no_check_ ? mprace::Board::NoCheck : 0u);
 	return *board_;
 }
 

@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "cli.hpp"
+#include "common/device.hpp"
 #include "common/units.hpp"
 
 using namespace cli;
@@ -144,6 +145,7 @@ void script_runner(Session &s, const Args &a)
 
 int main(int argc, char **argv)
 {
+	tools::link_virtual_board();
 	static const struct option longopts[] = {
 		{"device", required_argument, nullptr, 'd'},
 		{"quiet", no_argument, nullptr, 'q'},

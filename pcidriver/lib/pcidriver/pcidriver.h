@@ -2,12 +2,12 @@
 /*
  * libpcidriver: the C user API of the generic PCI driver.
  *
- * One API, two backends chosen by device name:
- *   "/dev/fpga0", "fpga0" or "0"  the kernel module's char device (pcidriver.ko)
- *   "emu:" or "emu:OPTIONS"        the virtual board, a user-space model of our DMA engine
- *                                  (options: see docs/virtual-board.md)
- *   NULL                           $PCIDRIVER_DEVICE if set, else /dev/fpga0 if it exists,
- *                                  else the virtual board (said once on stderr)
+ * One API, backends chosen by device name:
+ *   "/dev/fpga0", "fpga0" or "0"  the kernel module's char device (pcidriver.ko), built in
+ *   "PREFIX" or "PREFIX:OPTIONS"   the backend serving PREFIX (pcidriver/backend.h), e.g.
+ *                                  "emu:OPTIONS", the virtual board (docs/virtual-board.md)
+ *   NULL or ""                     $PCIDRIVER_DEVICE if set, else /dev/fpga0; never a
+ *                                  simulator unless asked for (else -ENODEV)
  *
  * Every function returns 0 (or a count) on success and a negative errno on failure.
  * No global state: handles are independent. The functions of one handle may be called from
@@ -32,7 +32,8 @@ typedef struct pd_device pd_device;
 typedef struct pd_kmem pd_kmem;
 typedef struct pd_umem pd_umem;
 
-enum pd_backend { PD_BACKEND_KERNEL = 1, PD_BACKEND_EMU = 2 };
+/* pd_info.backend: which implementation answers (other backends pick a value of their own) */
+enum pd_backend { PD_BACKEND_KERNEL = 1, PD_BACKEND_EMU = 2, PD_BACKEND_SIM = 3 };
 
 /* pd_bar_info.flags */
 #define PD_BAR_PRESENT  (1u << 0)
@@ -67,10 +68,18 @@ struct pd_info {
 };
 
 /* ---- device ---- */
+/* -ENODEV when there is no such device or no backend for its prefix, -EINVAL for bad backend
+ * options, -EACCES, -EPROTO (module of another API version), -ENOMEM; pd_open_error() says
+ * why in words. */
 int pd_open(const char *name, pd_device **out);
+/* Why the last pd_open of the calling thread failed, in one line that names what to do
+ * ("" after a success). Valid until this thread's next pd_open. */
+const char *pd_open_error(void);
 void pd_close(pd_device *dev);                  /* frees everything the handle still owns */
 int pd_info(pd_device *dev, struct pd_info *info);
-int pd_list(char names[][64], size_t max, size_t *count); /* device names; the virtual board last */
+/* Device names: /dev/fpgaN in order, then "PREFIX:" of each backend available (registered,
+ * or a plugin); *count is the total even when more than max. */
+int pd_list(char names[][64], size_t max, size_t *count);
 
 /* ---- BARs ---- */
 #define PD_MAP_WC (1u << 0) /* write-combining (prefetchable BARs only; else -EINVAL) */
@@ -163,7 +172,8 @@ uint32_t pd_umem_id(const pd_umem *um);
 int pd_irq_wait(pd_device *dev, unsigned int source, uint32_t timeout_ms);
 int pd_irq_clear(pd_device *dev, unsigned int source); /* forget events not yet waited for */
 
-/* Human-readable text for a negative errno returned by this library. */
+/* Human-readable text for a negative errno returned by this library: a constant string,
+ * thread-safe. */
 const char *pd_strerror(int err);
 
 #ifdef __cplusplus

@@ -3,8 +3,8 @@
 // libpcidriver C++ API: RAII owners of the C handles in pcidriver.h.
 //
 // PciDevice is a shared handle: KernelMemory and UserMemory keep the device open for as long
-// as they live, so destruction order never matters. Errors throw pcidriver::Error, a
-// std::system_error carrying the errno.
+// as they live, so destruction order never matters. Errors throw pcidriver::Error
+// (pcidriver/error.hpp), a std::system_error carrying the errno.
 #ifndef PCIDRIVER_PCIDRIVER_HPP
 #define PCIDRIVER_PCIDRIVER_HPP
 
@@ -15,16 +15,10 @@
 #include <system_error>
 #include <vector>
 
+#include "pcidriver/error.hpp"
 #include "pcidriver/pcidriver.h"
 
 namespace pcidriver {
-
-class Error : public std::system_error {
-public:
-	// err: a positive errno value.
-	Error(int err, const std::string &what)
-		: std::system_error(err, std::generic_category(), what) {}
-};
 
 // Throws Error for a negative return code of the C API; returns non-negative codes.
 inline int check(int rc, const char *what)
@@ -105,8 +99,10 @@ public:
 	explicit PciDevice(const std::string &name = std::string())
 	{
 		pd_device *d = nullptr;
-		check(pd_open(name.empty() ? nullptr : name.c_str(), &d),
-		      ("pd_open " + (name.empty() ? std::string("(default)") : name)).c_str());
+		int rc = pd_open(name.empty() ? nullptr : name.c_str(), &d);
+		if (rc < 0) // pd_open_error() names the device and what to do
+			throw Error(-rc, *pd_open_error() ? std::string(pd_open_error())
+							  : "pd_open " + name);
 		dev_.reset(d, pd_close);
 	}
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The virtual board: a user-space model of the DMA engine of docs/dma-engine.md behind the
- * libpcidriver backend seam (backend.h). Internal header, not installed.
+ * libpcidriver backend seam (pcidriver/backend.h). Internal header, not installed.
  *
  * Pieces (one file each):
  *   emu_options.c  parsing "emu:key=value,..." into struct emu_config
@@ -17,7 +17,9 @@
  *                  checker, loopback FIFO) and the user-stream model
  *   emu_pool.c     the copy pool: fill/check/copy kernels and the worker threads that run
  *                  the engine's data jobs ("segments") from one queue per channel
- *   emu_backend.c  struct pd_backend_ops pd_emu_backend: open/close, BARs, kmem, umem, IRQ wait
+ *   emu_backend.c  emu_backend_ops, the backend: open/close, BARs, kmem, umem, IRQ wait
+ *   register.c     mp_vboard_register() (link-time registration, mprace/vboard.h)
+ *   plugin.c       the plugin entry libpcidriver loads for "emu:" (shared builds)
  *
  * Threads: one engine thread per channel (C2H, H2C), plus `workers` copy threads shared by
  * both channels. Callers' threads only touch registers (atomics, short mutexes) and the IOMMU
@@ -46,8 +48,8 @@
  * Register reads are lock-free atomics. The doorbell (TAIL write) is a store plus, only when
  * the engine thread sleeps, a mutex-protected signal.
  */
-#ifndef PCIDRIVER_EMU_H
-#define PCIDRIVER_EMU_H
+#ifndef VBOARD_EMU_H
+#define VBOARD_EMU_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -55,7 +57,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend.h"
+#include "pcidriver/backend.h"
 #include "mprace/engine_spec.h"
 
 #define EMU_MAX_VECTORS 4u
@@ -64,6 +66,9 @@
 #define EMU_CFG_SIZE 4096u
 #define EMU_MEM_BAR 2u                   /* the on-board memory BAR */
 #define EMU_CACHELINE 64
+
+/* The backend (emu_backend.c), registered by register.c or handed out by plugin.c. */
+extern const struct pd_backend_ops emu_backend_ops;
 
 /* ------------------------------------------------------------------ options */
 
@@ -474,4 +479,4 @@ static inline uint64_t emu_fifo_space(struct emu_fifo *f)
 	return f->cap - (atomic_load_explicit(&f->wpos, memory_order_relaxed) - atomic_load(&f->rpos));
 }
 
-#endif /* PCIDRIVER_EMU_H */
+#endif /* VBOARD_EMU_H */

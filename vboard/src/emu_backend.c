@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The virtual board as a libpcidriver backend (struct pd_backend_ops, backend.h): device
+ * The virtual board as a libpcidriver backend (pcidriver/backend.h): device
  * names "emu" and "emu:OPTIONS" (docs/virtual-board.md). The front end (pcidriver.c) has
  * checked the arguments and keeps the ownership lists; this file builds the model
  * (emu_*.c), hands out kernel and user memory with bus addresses from the IOMMU model,
@@ -22,9 +22,9 @@ struct emu_kmem {
 	size_t alloc;
 };
 
-static struct emu_dev *dev_of(pd_device *dev)
+static struct emu_dev *dev_of(void *dev)
 {
-	return dev->priv;
+	return dev;
 }
 
 static uint64_t floor_pow2(uint64_t v)
@@ -52,7 +52,7 @@ static void emu_free_dev(struct emu_dev *d)
 	free(d);
 }
 
-static int emu_open(pd_device *dev, const char *name)
+static int emu_open(const char *name, void **dev)
 {
 	struct emu_dev *d;
 	size_t sz = (sizeof(*d) + EMU_CACHELINE - 1) & ~(size_t)(EMU_CACHELINE - 1);
@@ -114,7 +114,7 @@ static int emu_open(pd_device *dev, const char *name)
 	ret = emu_engine_start(d);
 	if (ret)
 		goto err_free;
-	dev->priv = d;
+	*dev = d;
 	return 0;
 
 err_free:
@@ -122,17 +122,16 @@ err_free:
 	return ret;
 }
 
-static void emu_close(pd_device *dev)
+static void emu_close(void *dev)
 {
 	struct emu_dev *d = dev_of(dev);
 
 	/* the front end has freed every kmem/umem: the engine can touch nothing any more */
 	emu_engine_stop(d);
 	emu_free_dev(d);
-	dev->priv = NULL;
 }
 
-static int emu_info(pd_device *dev, struct pd_info *info)
+static int emu_info(void *dev, struct pd_info *info)
 {
 	struct emu_dev *d = dev_of(dev);
 
@@ -166,7 +165,7 @@ static int emu_info(pd_device *dev, struct pd_info *info)
 	return 0;
 }
 
-static int emu_map_bar(pd_device *dev, unsigned int bar, unsigned int flags, void **addr,
+static int emu_map_bar(void *dev, unsigned int bar, unsigned int flags, void **addr,
 		       size_t *size)
 {
 	struct emu_dev *d = dev_of(dev);
@@ -180,7 +179,7 @@ static int emu_map_bar(pd_device *dev, unsigned int bar, unsigned int flags, voi
 	return 0;
 }
 
-static int emu_unmap_bar(pd_device *dev, unsigned int bar, void *addr, size_t size)
+static int emu_unmap_bar(void *dev, unsigned int bar, void *addr, size_t size)
 {
 	return 0;   /* the on-board memory lives until pd_close */
 }
@@ -215,7 +214,7 @@ static void mem_bar_write(void *ctx, uint64_t off, uint32_t v)
 	memcpy((uint8_t *)d->mem + off, &v, sizeof(v));
 }
 
-static int emu_regs_get(pd_device *dev, unsigned int bar, struct pd_regs *regs)
+static int emu_regs_get(void *dev, unsigned int bar, struct pd_regs *regs)
 {
 	struct emu_dev *d = dev_of(dev);
 
@@ -244,19 +243,19 @@ static int emu_regs_get(pd_device *dev, unsigned int bar, struct pd_regs *regs)
 	return -EINVAL;
 }
 
-static int emu_cfg_read_op(pd_device *dev, uint32_t off, void *buf, size_t len)
+static int emu_cfg_read_op(void *dev, uint32_t off, void *buf, size_t len)
 {
 	return emu_cfg_read(dev_of(dev), off, buf, len);
 }
 
-static int emu_cfg_write_op(pd_device *dev, uint32_t off, const void *buf, size_t len)
+static int emu_cfg_write_op(void *dev, uint32_t off, const void *buf, size_t len)
 {
 	return emu_cfg_write(dev_of(dev), off, buf, len);
 }
 
 /* ------------------------------------------------------------------ kernel memory */
 
-static int emu_kmem_alloc(pd_device *dev, pd_kmem *km)
+static int emu_kmem_alloc(void *dev, struct pd_backend_kmem *km)
 {
 	struct emu_dev *d = dev_of(dev);
 	struct emu_kmem *k;
@@ -300,7 +299,7 @@ static int emu_kmem_alloc(pd_device *dev, pd_kmem *km)
 	return 0;
 }
 
-static int emu_kmem_free(pd_device *dev, pd_kmem *km)
+static int emu_kmem_free(void *dev, struct pd_backend_kmem *km)
 {
 	struct emu_dev *d = dev_of(dev);
 	struct emu_kmem *k = km->priv;
@@ -376,7 +375,7 @@ static int check_pages(struct emu_dev *d, uintptr_t start, uint64_t npages)
 	return ret;
 }
 
-static int emu_umem_map(pd_device *dev, pd_umem *um)
+static int emu_umem_map(void *dev, struct pd_backend_umem *um)
 {
 	struct emu_dev *d = dev_of(dev);
 	uintptr_t addr = (uintptr_t)um->addr, start = addr & ~(uintptr_t)(EMU_PAGE - 1);
@@ -516,7 +515,7 @@ err:
 	return ret;
 }
 
-static int emu_umem_unmap(pd_device *dev, pd_umem *um)
+static int emu_umem_unmap(void *dev, struct pd_backend_umem *um)
 {
 	struct emu_umem *u = um->priv;
 
@@ -526,23 +525,24 @@ static int emu_umem_unmap(pd_device *dev, pd_umem *um)
 	return 0;
 }
 
-static int emu_umem_sync(pd_device *dev, pd_umem *um, enum pd_sync_dir dir)
+static int emu_umem_sync(void *dev, struct pd_backend_umem *um, enum pd_sync_dir dir)
 {
 	return 0;   /* host memory is coherent with the model */
 }
 
-static int emu_irq_wait_op(pd_device *dev, unsigned int source, uint32_t timeout_ms)
+static int emu_irq_wait_op(void *dev, unsigned int source, uint32_t timeout_ms)
 {
 	return emu_irq_wait(dev_of(dev), source, timeout_ms);
 }
 
-static int emu_irq_clear_op(pd_device *dev, unsigned int source)
+static int emu_irq_clear_op(void *dev, unsigned int source)
 {
 	return emu_irq_clear(dev_of(dev), source);
 }
 
-const struct pd_backend_ops pd_emu_backend = {
-	.name = "emu",
+const struct pd_backend_ops emu_backend_ops = {
+	.abi = PD_BACKEND_ABI,
+	.prefix = "emu",
 	.open = emu_open,
 	.close = emu_close,
 	.info = emu_info,

@@ -2,7 +2,7 @@
 /*
  * Options of the virtual board: "emu" or "emu:key=value,key=value,...". The keys and their
  * meaning are documented in docs/virtual-board.md; anything unknown or malformed makes
- * pd_open fail with -EINVAL after one line on stderr that names the option.
+ * pd_open fail with -EINVAL, and pd_open_error() names the option and what is wrong with it.
  */
 #include <errno.h>
 #include <math.h>
@@ -22,13 +22,14 @@
 
 static void bad(const char *item, size_t len, const char *fmt, ...)
 {
+	char why[160];
 	va_list ap;
 
-	fprintf(stderr, "libpcidriver: emu: bad option '%.*s': ", (int)len, item);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	fputs(" (see docs/virtual-board.md)\n", stderr);
+	pd_backend_set_error("emu: bad option '%.*s': %s (see docs/virtual-board.md)", (int)len,
+			     item, why);
 }
 
 static bool is_pow2(uint64_t v)
@@ -463,7 +464,7 @@ int emu_parse_options(const char *name, struct emu_config *c)
 
 	defaults(c);
 	if (strncmp(name, "emu", 3) || (name[3] && name[3] != ':')) {
-		fprintf(stderr, "libpcidriver: emu: '%s' is not a virtual board name\n", name);
+		pd_backend_set_error("emu: '%s' is not a virtual board name", name);
 		return -EINVAL;
 	}
 	p = name[3] ? name + 4 : name + 3;
@@ -483,8 +484,8 @@ int emu_parse_options(const char *name, struct emu_config *c)
 		}
 	}
 	if ((seen & (1u << K_BW)) && (seen & (1u << K_LINK))) {
-		fprintf(stderr, "libpcidriver: emu: bad option 'bw=': it defines a custom link and "
-			"cannot be combined with link= (see docs/virtual-board.md)\n");
+		pd_backend_set_error("emu: bad option 'bw=': it defines a custom link and cannot be "
+				     "combined with link= (see docs/virtual-board.md)");
 		return -EINVAL;
 	}
 	if (seen & (1u << K_BW)) {

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""The layers of docs/architecture.md, checked (TAP):
+
+* every #include "..." of a layer resolves in that layer or one below it (spec/ at the
+  bottom; libpcidriver; the virtual board beside the kernel backend; libmprace; libbufmgr;
+  the tools) - nothing includes from a layer above or beside it;
+* the built libpcidriver and libmprace contain no virtual board code and do not depend on
+  its library: an application that never names "emu:" carries no simulator.
+
+Usage: layering.py TOP_SRCDIR TOP_BUILDDIR
+"""
+import os
+import re
+import subprocess
+import sys
+
+top, build = sys.argv[1], sys.argv[2]
+
+# layer -> (source dirs, include dirs it may use besides its own)
+SPEC = ["spec/include"]
+PCIDRIVER = ["pcidriver/lib", "pcidriver/include"]
+LAYERS = {
+    "spec": (["spec/include"], []),
+    "pcidriver/lib": (["pcidriver/lib"], ["pcidriver/include"] + SPEC),
+    "vboard": (["vboard"], ["vboard/src", "vboard/include"] + PCIDRIVER + SPEC),
+    "libmprace": (["libmprace"], ["libmprace/include", "libmprace/src"] + PCIDRIVER + SPEC),
+    "libbufmgr": (["libbufmgr/include"], ["libbufmgr/include", "libmprace/include"] +
+                  PCIDRIVER + SPEC),
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+results = []
+
+
+def check(ok, name, why=""):
+    results.append((ok, name, why))
+
+
+for layer, (srcs, incs) in LAYERS.items():
+    bad = []
+    for src in srcs:
+        for root, _, files in os.walk(os.path.join(top, src)):
+            for f in files:
+                if not f.endswith((".c", ".h", ".cpp", ".hpp", ".cu", ".cuh")):
+                    continue
+                path = os.path.join(root, f)
+                with open(path, encoding="utf-8") as fh:
+                    text = fh.read()
+                for inc in INCLUDE.findall(text):
+                    dirs = [root] + [os.path.join(top, d) for d in [src] + incs]
+                    if not any(os.path.isfile(os.path.join(d, inc)) for d in dirs):
+                        bad.append(f"{os.path.relpath(path, top)}: \"{inc}\"")
+    check(not bad, f"layering: {layer} includes only from itself and the layers below",
+          "; ".join(bad[:5]))
+
+
+def dynsyms(lib):
+    out = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True)
+    return out.stdout if out.returncode == 0 else None
+
+
+def needed(lib):
+    out = subprocess.run(["objdump", "-p", lib], capture_output=True, text=True)
+    return re.findall(r"NEEDED\s+(\S+)", out.stdout)
+
+
+for name, lib in [("libpcidriver", "pcidriver/lib/.libs/libpcidriver.so"),
+                  ("libmprace", "libmprace/.libs/libmprace.so")]:
+    path = os.path.join(build, lib)
+    if not os.path.exists(path):
+        results.append((None, f"layering: {name} has no simulator code", "no shared build"))
+        continue
+    syms = dynsyms(path) or ""
+    emu = [l.split()[-1] for l in syms.splitlines() if re.search(r"\b(emu_|mp_vboard)", l)]
+    deps = [d for d in needed(path) if "vboard" in d]
+    check(syms != "" and not emu and not deps, f"layering: {name} has no simulator code",
+          f"symbols {emu[:5]}, needs {deps}")
+
+print(f"1..{len(results)}")
+for i, (ok, name, why) in enumerate(results, 1):
+    if ok is None:
+        print(f"ok {i} - {name} # SKIP {why}")
+    else:
+        print(f"{'ok' if ok else 'not ok'} {i} - {name}")
+        if not ok and why:
+            print(f"# {why}")
