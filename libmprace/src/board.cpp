@@ -27,7 +27,7 @@ namespace {
 BoardInfo readIdentity(detail::BoardState &s)
 {
 	BoardInfo i;
-	i.pci = detail::pdcall([&] { return s.dev.info(); });
+	i.pci = s.dev.info();
 	i.name = i.pci.name;
 	i.magic = s.rd(MP_REG_MAGIC);
 	std::uint32_t v = s.rd(MP_REG_VERSION);
@@ -75,9 +75,9 @@ Board::Board(const std::string &name, unsigned int flags)
 {
 	if (flags & ~static_cast<unsigned int>(NoCheck))
 		throw Error(EINVAL, "mprace::Board: unknown open flags");
-	s_ = detail::pdcall([&] { return std::make_shared<detail::BoardState>(name); });
+	s_ = std::make_shared<detail::BoardState>(name);
 	s_->flags = flags;
-	s_->regs = detail::pdcall([&] { return s_->dev.regs(MP_ENGINE_BAR); });
+	s_->regs = s_->dev.regs(MP_ENGINE_BAR);
 	if (s_->regs.size < MP_ENGINE_BAR0_SIZE && !(flags & NoCheck))
 		throw Error(ENODEV, "mprace::Board: BAR0 of " + name + " is smaller than the engine's");
 	s_->info = readIdentity(*s_);
@@ -226,7 +226,7 @@ std::uint64_t Board::barSize(unsigned int bar) const
 void *Board::mapBar(unsigned int bar, unsigned int flags, std::size_t *size)
 {
 	detail::BoardState &s = openState(s_);
-	return detail::pdcall([&] { return s.dev.mapBar(bar, flags, size); });
+	return s.dev.mapBar(bar, flags, size);
 }
 
 std::uint64_t Board::cycles() const

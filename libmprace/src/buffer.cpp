@@ -42,7 +42,7 @@ void userSegments(detail::BufferState &s)
 DMABuffer::DMABuffer(Board &board, std::size_t size) : s_(std::make_unique<detail::BufferState>())
 {
 	s_->board = openBoard(board);
-	detail::pdcall([&] { s_->km.emplace(s_->board->dev, size); });
+	s_->km.emplace(s_->board->dev, size);
 	s_->ptr = s_->km->data();
 	s_->size = s_->km->size();
 	s_->kind = MemoryKind::Kernel;
@@ -55,7 +55,7 @@ DMABuffer::DMABuffer(Board &board, void *addr, std::size_t size, pd_dma_dir dir)
 	s_->board = openBoard(board);
 	if (reinterpret_cast<std::uintptr_t>(addr) % MP_ENGINE_GRANULE)
 		throw Error(EINVAL, "mprace::DMABuffer: user memory must be 4-byte aligned");
-	detail::pdcall([&] { s_->um.emplace(s_->board->dev, addr, size, dir); });
+	s_->um.emplace(s_->board->dev, addr, size, dir);
 	s_->ptr = s_->um->data();
 	s_->size = s_->um->size();
 	s_->kind = MemoryKind::User;
@@ -143,13 +143,13 @@ std::uint64_t DMABuffer::busAddress(std::size_t offset) const
 void DMABuffer::syncForCpu()
 {
 	if (s_ && s_->um)
-		detail::pdcall([&] { s_->um->syncForCpu(); });
+		s_->um->syncForCpu();
 }
 
 void DMABuffer::syncForDevice()
 {
 	if (s_ && s_->um)
-		detail::pdcall([&] { s_->um->syncForDevice(); });
+		s_->um->syncForDevice();
 }
 
 std::size_t DMABuffer::activeTransfers() const noexcept { return s_ ? s_->active.load() : 0; }
@@ -291,9 +291,7 @@ pcidriver::KernelMemory allocRing(Board &board, std::uint32_t entries)
 		throw Error(ENODEV, "mprace::DMADescriptorList: the board is closed");
 	std::size_t bytes = static_cast<std::size_t>(entries) * MP_ENGINE_DESC_SIZE;
 	bytes = (bytes + MP_ENGINE_PAGE_SIZE - 1) & ~static_cast<std::size_t>(MP_ENGINE_PAGE_SIZE - 1);
-	pcidriver::KernelMemory km = detail::pdcall([&] {
-		return pcidriver::KernelMemory(board.device(), bytes);
-	});
+	pcidriver::KernelMemory km(board.device(), bytes);
 	// Descriptor n lies at RING_BASE + 32 n: a 32-byte aligned base keeps every descriptor
 	// inside one page (the engine reports RING_CONFIG otherwise).
 	if (km.busAddress() % MP_ENGINE_DESC_SIZE)

@@ -32,6 +32,13 @@ static mp_transfer *handle(detail::TransferState *s) { return reinterpret_cast<m
 
 namespace {
 
+thread_local char last_error[512];
+
+void remember(const char *what) noexcept
+{
+	std::snprintf(last_error, sizeof(last_error), "%s", what);
+}
+
 template <class F>
 int guard(F &&f) noexcept
 {
@@ -39,10 +46,16 @@ int guard(F &&f) noexcept
 		return f();
 	} catch (const std::system_error &e) {
 		int v = e.code().value();
+		remember(e.what());
 		return v > 0 ? -v : -EIO;
 	} catch (const std::bad_alloc &) {
+		remember("out of memory");
 		return -ENOMEM;
+	} catch (const std::exception &e) {
+		remember(e.what());
+		return -EIO;
 	} catch (...) {
+		remember("");
 		return -EIO;
 	}
 }
@@ -553,6 +566,11 @@ const char *mp_strerror(int err)
 	case EPROTO: return "descriptor rejected by the engine";
 	default: return pd_strerror(err);
 	}
+}
+
+const char *mp_last_error(void)
+{
+	return last_error;
 }
 
 } // extern "C"

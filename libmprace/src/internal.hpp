@@ -34,17 +34,6 @@ namespace detail {
 
 using Clock = std::chrono::steady_clock;
 
-// Turns a pcidriver::Error (or any std::system_error) from libpcidriver into mprace::Error.
-template <class F>
-auto pdcall(F &&f) -> decltype(f())
-{
-	try {
-		return f();
-	} catch (const pcidriver::Error &e) {
-		throw Error(e.code().value(), e.what());
-	}
-}
-
 struct BoardState {
 	explicit BoardState(const std::string &name) : dev(name) {}
 

@@ -5,7 +5,7 @@
 # TAP output. Environment: BUFMGR_CXX (default c++), top_srcdir.
 set -u
 cxx=${BUFMGR_CXX:-c++}
-inc="-I${top_srcdir:-../..}/libbufmgr/include -I${top_srcdir:-../..}/spec/include"
+inc="-I${top_srcdir:-../..}/libbufmgr/include -I${top_srcdir:-../..}/spec/include -I${top_srcdir:-../..}/pcidriver/lib"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "check_main.h"
 #include "mprace/mprace.h"
@@ -61,6 +62,30 @@ START_TEST(test_board)
 	ck_assert_str_ne(mp_strerror(-EAGAIN), "");
 	ck_assert_int_eq(mp_errno_from_engine_error(MP_ERR_BUS_ERROR), EIO);
 	ck_assert_int_eq(mp_errno_from_engine_error(MP_ERR_ABORTED), ECANCELED);
+}
+END_TEST
+
+/* A failed open says which board and why in mp_last_error(); the texts are constants. */
+START_TEST(test_open_errors)
+{
+	mp_board *b = NULL;
+
+	if (access("/dev/fpga9", F_OK) != 0) {
+		ck_assert_int_eq(mp_board_open("/dev/fpga9", 0, &b), -ENODEV);
+		ck_assert_ptr_null(b);
+		ck_assert_msg(strstr(mp_last_error(), "/dev/fpga9") &&
+			      strstr(mp_last_error(), "pcidriver.ko"), "%s", mp_last_error());
+		/* the errno's text appears once */
+		ck_assert_ptr_nonnull(strstr(mp_last_error(), "No such device"));
+		ck_assert_ptr_null(strstr(strstr(mp_last_error(), "No such device") + 1,
+					  "No such device"));
+	}
+	ck_assert_int_eq(mp_board_open("emu:link=gen9x1", 0, &b), -EINVAL);
+	ck_assert_msg(strstr(mp_last_error(), "link=gen9x1"), "%s", mp_last_error());
+	ck_assert_int_eq(mp_board_open("nonsense", 0, &b), -ENODEV);
+	ck_assert_msg(strstr(mp_last_error(), "nonsense"), "%s", mp_last_error());
+	ck_assert_ptr_eq(mp_strerror(-99999), mp_strerror(-99998));
+	ck_assert_ptr_nonnull(strstr(mp_strerror(-99999), "unknown"));
 }
 END_TEST
 
@@ -207,6 +232,7 @@ Suite *test_suite(void)
 	TCase *tc = tcase_create("capi");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_board);
+	tcase_add_test(tc, test_open_errors);
 	tcase_add_loop_test(tc, test_transfers, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
-// Errors of libmprace (C++). Every error is a std::system_error in std::generic_category()
-// carrying a positive errno, so `catch (const std::system_error &e)` and `e.code().value()`
-// work everywhere; the C API returns the same errno negated.
+// Errors of libmprace (C++). mprace::Error is the stack's one exception class, pcidriver::Error
+// (pcidriver/error.hpp): a std::system_error in std::generic_category() carrying a positive
+// errno, so `catch (const std::system_error &e)` and `e.code().value()` work everywhere; the C
+// API returns the same errno negated. Errors from libpcidriver pass through unchanged.
 //
 // Misuse (argument checks, done before anything reaches the engine), by errno:
 //   EINVAL    zero length, offset or length not a multiple of the 4-byte granule, an unknown
@@ -31,15 +32,11 @@
 #include <system_error>
 
 #include "mprace/engine_spec.h"
+#include "pcidriver/error.hpp"
 
 namespace mprace {
 
-class Error : public std::system_error {
-public:
-	// err: a positive errno value.
-	Error(int err, const std::string &what)
-		: std::system_error(err, std::generic_category(), what) {}
-};
+using Error = pcidriver::Error;
 
 // errno for an engine error code (MP_ERR_*), as listed above; 0 for MP_ERR_NONE.
 constexpr int errnoFromEngineError(unsigned int code) noexcept

@@ -202,8 +202,13 @@ void mp_transfer_release(mp_transfer *t);
 
 /* errno for an engine error code (MP_ERR_*), positive; 0 for MP_ERR_NONE. */
 int mp_errno_from_engine_error(unsigned int code);
-/* Text for a negative errno returned by this library. */
+/* Text for a negative errno returned by this library: a constant string, thread-safe. */
 const char *mp_strerror(int err);
+/* What the last failing mp_* call of the calling thread said, in words: which board, buffer
+ * or option and why (e.g. "/dev/fpga9 does not exist: is pcidriver.ko loaded ...: No such
+ * device"); "" when it had nothing to add to its errno. Valid until this thread's next
+ * failing call. */
+const char *mp_last_error(void);
 
 #ifdef __cplusplus
 }
