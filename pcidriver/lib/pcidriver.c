@@ -288,10 +288,22 @@ int pd_unmap_bar(pd_device *dev, unsigned int bar)
 
 int pd_regs_get(pd_device *dev, unsigned int bar, struct pd_regs *regs)
 {
+	size_t size = 0;
+	void *addr;
+	int ret;
+
 	if (!dev || bar >= PD_MAX_BARS || !regs)
 		return -EINVAL;
 	memset(regs, 0, sizeof(*regs));
-	return dev->ops->regs_get(dev->priv, bar, regs);
+	ret = dev->ops->regs_get(dev->priv, bar, regs);
+	if (ret != PD_BACKEND_REGS_MAPPED)
+		return ret;
+	ret = pd_map_bar(dev, bar, 0, &addr, &size);
+	if (ret)
+		return ret;
+	regs->mmio = addr;
+	regs->size = size;
+	return 0;
 }
 
 static int bar_range(pd_device *dev, unsigned int bar, uint64_t offset, size_t len,

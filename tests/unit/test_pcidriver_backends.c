@@ -65,9 +65,18 @@ static int fake_info(void *dev, struct pd_info *info)
 	return 0;
 }
 
+static uint32_t fake_bar1[16] = { 0x11111111, 0x22222222 };
+static int fake_bar1_maps;
+
+/* BAR 1 is plain memory; the others cannot be mapped */
 static int fake_map_bar(void *dev, unsigned int bar, unsigned int flags, void **addr, size_t *size)
 {
-	return -EOPNOTSUPP;
+	if (bar != 1)
+		return -EOPNOTSUPP;
+	*addr = fake_bar1;
+	*size = sizeof(fake_bar1);
+	fake_bar1_maps++;
+	return 0;
 }
 
 static int fake_unmap_bar(void *dev, unsigned int bar, void *addr, size_t size)
@@ -77,7 +86,7 @@ static int fake_unmap_bar(void *dev, unsigned int bar, void *addr, size_t size)
 
 static int fake_regs_get(void *dev, unsigned int bar, struct pd_regs *regs)
 {
-	return -EOPNOTSUPP;
+	return bar == 1 ? PD_BACKEND_REGS_MAPPED : -EOPNOTSUPP;
 }
 
 static int fake_cfg_read(void *dev, uint32_t offset, void *buf, size_t len)
@@ -306,6 +315,23 @@ START_TEST(test_registered_backend)
 	ck_assert_uint_eq(sg.bus_addr, 0x200000000ull);
 	ck_assert_uint_eq(sg.length, sizeof(ubuf));
 	ck_assert_int_eq(pd_irq_wait(dev, 0, 0), 3);
+	/* registers that are the BAR's mapping: the front end maps it once, for the handle */
+	{
+		struct pd_regs regs;
+		void *addr;
+
+		ck_assert_int_eq(pd_regs_get(dev, 0, &regs), -EOPNOTSUPP);
+		ck_assert_int_eq(pd_regs_get(dev, 1, &regs), 0);
+		ck_assert_ptr_eq(regs.mmio, fake_bar1);
+		ck_assert_uint_eq(regs.size, sizeof(fake_bar1));
+		ck_assert_uint_eq(pd_reg_read32(&regs, 4), 0x22222222);
+		pd_reg_write32(&regs, 8, 0x33333333);
+		ck_assert_uint_eq(fake_bar1[2], 0x33333333);
+		ck_assert_int_eq(pd_regs_get(dev, 1, &regs), 0);
+		ck_assert_int_eq(pd_map_bar(dev, 1, 0, &addr, NULL), 0);
+		ck_assert_ptr_eq(addr, fake_bar1);
+		ck_assert_int_eq(fake_bar1_maps, 1);
+	}
 	ck_assert_int_eq(pd_list(names, 8, &n), 0);
 	for (i = 0; i < n && i < 8; i++)
 		found |= !strcmp(names[i], "fake:");

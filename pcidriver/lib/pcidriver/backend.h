@@ -36,6 +36,9 @@ extern "C" {
  * another version is refused (-EPROTO). */
 #define PD_BACKEND_ABI 1
 
+/* regs_get's answer for "use the BAR's mapping" */
+#define PD_BACKEND_REGS_MAPPED 1
+
 /* The longest prefix, without the ':' */
 #define PD_BACKEND_PREFIX_MAX 15
 
@@ -76,7 +79,10 @@ struct pd_backend_ops {
 	int (*map_bar)(void *dev, unsigned int bar, unsigned int flags, void **addr,
 		       size_t *size);
 	int (*unmap_bar)(void *dev, unsigned int bar, void *addr, size_t size);
-	int (*regs_get)(void *dev, unsigned int bar, struct pd_regs *regs);  /* regs is zeroed */
+	/* regs is zeroed; fill it, or return PD_BACKEND_REGS_MAPPED when the registers are the
+	 * BAR's memory mapping: the front end then maps the BAR (the handle's mapping, as
+	 * pd_map_bar does) and points regs->mmio at it */
+	int (*regs_get)(void *dev, unsigned int bar, struct pd_regs *regs);
 	int (*cfg_read)(void *dev, uint32_t offset, void *buf, size_t len);
 	int (*cfg_write)(void *dev, uint32_t offset, const void *buf, size_t len);
 	int (*kmem_alloc)(void *dev, struct pd_backend_kmem *km);

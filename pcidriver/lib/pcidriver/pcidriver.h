@@ -153,6 +153,8 @@ struct pd_sg_entry {
 	uint64_t length;
 };
 
+/* -EFAULT when a page of [addr, addr + size) is not mapped, not readable, or not writable
+ * while the device is to write it (PD_DMA_FROM_DEVICE, PD_DMA_BIDIRECTIONAL). */
 int pd_umem_map(pd_device *dev, void *addr, size_t size, enum pd_dma_dir dir, pd_umem **out);
 int pd_umem_unmap(pd_umem *um);
 size_t pd_umem_sg_count(const pd_umem *um);
