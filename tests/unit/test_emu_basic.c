@@ -530,6 +530,38 @@ START_TEST(test_umem_refused)
 }
 END_TEST
 
+/* As pin_user_pages does: the device may read only readable and write only writable memory
+ * (before, read-only memory mapped for FROM_DEVICE was accepted and the first DMA into it
+ * killed the process). */
+START_TEST(test_umem_protection)
+{
+	struct eb b;
+	pd_umem *um;
+	char *p;
+	const enum pd_dma_dir writes[] = { PD_DMA_FROM_DEVICE, PD_DMA_BIDIRECTIONAL };
+	unsigned int i;
+
+	eb_open(&b, "emu:");
+	p = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	memset(p, 1, 3 * 4096);
+	ck_assert_int_eq(mprotect(p + 4096, 4096, PROT_READ), 0);
+	ck_assert_int_eq(mprotect(p + 2 * 4096, 4096, PROT_NONE), 0);
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(pd_umem_map(b.dev, p + 4096, 4096, writes[i], &um), -EFAULT);
+		ck_assert_int_eq(pd_umem_map(b.dev, p + 100, 8000, writes[i], &um), -EFAULT);
+		ck_assert_int_eq(pd_umem_map(b.dev, p + 2 * 4096, 16, writes[i], &um), -EFAULT);
+	}
+	ck_assert_int_eq(pd_umem_map(b.dev, p + 2 * 4096 + 8, 16, PD_DMA_TO_DEVICE, &um), -EFAULT);
+	ck_assert_int_eq(pd_umem_map(b.dev, p + 4000, 4096, PD_DMA_TO_DEVICE, &um), 0);
+	ck_assert_int_eq(pd_umem_unmap(um), 0);
+	ck_assert_int_eq(pd_umem_map(b.dev, p, 4096, PD_DMA_BIDIRECTIONAL, &um), 0);
+	ck_assert_int_eq(pd_umem_unmap(um), 0);
+	munmap(p, 3 * 4096);
+	eb_close(&b);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
 	Suite *s = suite_create("emu-basic");
@@ -548,6 +580,7 @@ Suite *test_suite(void)
 	tcase_add_test(tc, test_umem_layouts);
 	tcase_add_test(tc, test_umem_maxseg);
 	tcase_add_test(tc, test_umem_refused);
+	tcase_add_test(tc, test_umem_protection);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -350,9 +350,34 @@ static int cmp_run(const void *a, const void *b)
 	return x->iova < y->iova ? -1 : x->iova > y->iova;
 }
 
-/* Like pin_user_pages: every page must be mapped, and driver memory (kmem, a VM_PFNMAP
- * mapping on the kernel backend) cannot be pinned. */
-static int check_pages(struct emu_dev *d, uintptr_t start, uint64_t npages)
+/* Does every page of [start, end) lie in mappings of this process with the permissions
+ * `perms` ("r" or "rw")? Read from /proc/self/maps, as pin_user_pages checks the VMAs. */
+static bool vmas_allow(uintptr_t start, uintptr_t end, const char *perms)
+{
+	unsigned long lo, hi;
+	char line[512], p[5];
+	uintptr_t covered = start;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (!f)
+		return true;   /* no procfs: mincore's check stands alone */
+	while (covered < end && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, p) != 3 || hi <= covered)
+			continue;
+		if (lo > covered)
+			break;   /* a hole */
+		if (p[0] != 'r' || (perms[1] == 'w' && p[1] != 'w'))
+			break;
+		covered = hi;
+	}
+	fclose(f);
+	return covered >= end;
+}
+
+/* Like pin_user_pages: every page must be mapped, readable, and writable when the device
+ * writes to it (FOLL_WRITE); driver memory (kmem, a VM_PFNMAP mapping on the kernel backend)
+ * cannot be pinned. */
+static int check_pages(struct emu_dev *d, uintptr_t start, uint64_t npages, enum pd_dma_dir dir)
 {
 	struct emu_kmem_range *r;
 	unsigned char *vec;
@@ -367,6 +392,8 @@ static int check_pages(struct emu_dev *d, uintptr_t start, uint64_t npages)
 	free(vec);
 	if (ret)
 		return ret;
+	if (!vmas_allow(start, end, dir == PD_DMA_TO_DEVICE ? "r" : "rw"))
+		return -EFAULT;
 	pthread_mutex_lock(&d->lock);
 	for (r = d->kmem_ranges; r; r = r->next)
 		if (start < r->end && r->start < end)
@@ -389,7 +416,7 @@ static int emu_umem_map(void *dev, struct pd_backend_umem *um)
 	size_t nsg;
 	int ret;
 
-	ret = check_pages(d, start, npages);
+	ret = check_pages(d, start, npages, um->dir);
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&d->lock);
