@@ -140,15 +140,26 @@ std::uint64_t DMABuffer::busAddress(std::size_t offset) const
 	return v[lo].busAddress + (offset - v[lo].offset);
 }
 
+namespace {
+void needOpenBoard(const detail::BufferState *s, const char *what)
+{
+	if (!s || s->board->closed.load())
+		throw Error(ENODEV, std::string("mprace::DMABuffer::") + what +
+					    ": the buffer is empty or its board was closed");
+}
+} // namespace
+
 void DMABuffer::syncForCpu()
 {
-	if (s_ && s_->um)
+	needOpenBoard(s_.get(), "syncForCpu");
+	if (s_->um)
 		s_->um->syncForCpu();
 }
 
 void DMABuffer::syncForDevice()
 {
-	if (s_ && s_->um)
+	needOpenBoard(s_.get(), "syncForDevice");
+	if (s_->um)
 		s_->um->syncForDevice();
 }
 

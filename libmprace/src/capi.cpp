@@ -62,6 +62,17 @@ int guard(F &&f) noexcept
 
 bool channelOk(unsigned int c) { return c < MP_CH_COUNT; }
 
+// The value a C caller put into an enum parameter, read without an enum-typed load: any int
+// may arrive, and loading one outside the enum's values is undefined in C++.
+template <class E>
+unsigned int rawEnum(const E &e) noexcept
+{
+	static_assert(sizeof(E) == sizeof(unsigned int), "an enum of int size");
+	unsigned int v;
+	std::memcpy(&v, &e, sizeof(v));
+	return v;
+}
+
 } // namespace
 
 extern "C" {
@@ -211,7 +222,7 @@ int mp_checker_reset(mp_board *board, uint32_t seed) { return mp_reg_write(board
 
 int mp_checker_read(mp_board *board, uint32_t *words, uint32_t *errors)
 {
-	if (!board)
+	if (!board || (!words && !errors))
 		return -EINVAL;
 	return guard([&] {
 		CheckerCounts c = board->board.checker();
@@ -239,11 +250,16 @@ int mp_buffer_alloc(mp_board *board, size_t size, mp_buffer **out)
 
 int mp_buffer_wrap(mp_board *board, void *addr, size_t size, enum pd_dma_dir dir, mp_buffer **out)
 {
+	unsigned int d = rawEnum(dir);
+
 	if (!board || !out)
 		return -EINVAL;
 	*out = nullptr;
+	if (d != PD_DMA_TO_DEVICE && d != PD_DMA_FROM_DEVICE && d != PD_DMA_BIDIRECTIONAL)
+		return -EINVAL;
 	return guard([&] {
-		auto b = std::make_unique<mp_buffer>(board->board, addr, size, dir);
+		auto b = std::make_unique<mp_buffer>(board->board, addr, size,
+						     static_cast<enum pd_dma_dir>(d));
 		*out = b.release();
 		return 0;
 	});
@@ -294,10 +310,12 @@ int mp_buffer_segments(const mp_buffer *buf, struct pd_sg_entry *entries, size_t
 
 int mp_buffer_sync(mp_buffer *buf, enum pd_sync_dir dir)
 {
-	if (!buf || (dir != PD_SYNC_FOR_CPU && dir != PD_SYNC_FOR_DEVICE))
+	unsigned int d = rawEnum(dir);
+
+	if (!buf || (d != PD_SYNC_FOR_CPU && d != PD_SYNC_FOR_DEVICE))
 		return -EINVAL;
 	return guard([&] {
-		if (dir == PD_SYNC_FOR_CPU)
+		if (d == PD_SYNC_FOR_CPU)
 			buf->buf.syncForCpu();
 		else
 			buf->buf.syncForDevice();
@@ -430,6 +448,8 @@ int mp_dma_submitv(mp_engine *eng, unsigned int channel, const struct mp_dma_req
 		for (size_t i = 0; i < n; i++) {
 			if (!reqs[i].buf)
 				throw Error(EINVAL, "mp_dma_submitv: NULL buffer");
+			if (reqs[i].reserved)
+				throw Error(EINVAL, "mp_dma_submitv: reserved must be 0");
 			e.checkArgs(static_cast<Channel>(channel), reqs[i].buf->buf.state(), reqs[i].offset,
 				    reqs[i].length, reqs[i].flags);
 		}

@@ -258,7 +258,9 @@ void EngineState::refill(ChannelState &c)
 
 void EngineState::finish(ChannelState &c, TransferState *t, int err, unsigned int code)
 {
-	t->err = err;
+	bool cancelled = err == ECANCELED;
+
+	t->err = cancelled ? t->abort_err : err;
 	t->engine_err = code;
 	t->in_ring = 0;
 	if (t->buf) {
@@ -266,7 +268,7 @@ void EngineState::finish(ChannelState &c, TransferState *t, int err, unsigned in
 		t->buf = nullptr;
 	}
 	c.outstanding--;
-	if (err == ECANCELED)
+	if (cancelled)
 		c.cancelled++;
 	t->finished.store(true, std::memory_order_release);
 	if (!t->held)
@@ -546,6 +548,7 @@ void initTransfer(EngineState &e, ChannelState &c, TransferState *t, BufferState
 	t->queued = false;
 	t->held = true;
 	t->abort_req = false;
+	t->abort_err = ECANCELED;
 	t->eop = false;
 	t->err = 0;
 	t->engine_err = 0;
@@ -798,14 +801,17 @@ bool isThis(TransferState *t, const void *arg) { return t == arg; }
 bool usesBuffer(TransferState *t, const void *arg) { return t->buf == arg; }
 } // namespace
 
-bool EngineState::abortOne(TransferState *t)
+bool EngineState::abortOne(TransferState *t, int err)
 {
 	ChannelState &c = *t->ch;
 	std::lock_guard<std::mutex> lk(c.mu);
 	if (t->finished.load(std::memory_order_relaxed))
 		return false;
+	t->abort_err = err;
 	abortWhere(c, isThis, t);
-	return t->finished.load(std::memory_order_relaxed) && t->err == ECANCELED;
+	if (!t->finished.load(std::memory_order_relaxed))
+		t->abort_err = ECANCELED;
+	return t->finished.load(std::memory_order_relaxed) && t->err == err;
 }
 
 void EngineState::release(TransferState *t) noexcept
@@ -981,7 +987,7 @@ std::uint64_t Transfer::get()
 	bool forever = ms == 0 || std::chrono::milliseconds(ms) >= kForever;
 	if (!e.wait(t, forever ? detail::Clock::now() : detail::Clock::now() + std::chrono::milliseconds(ms),
 		    forever)) {
-		if (e.abortOne(t))
+		if (e.abortOne(t, ETIMEDOUT))
 			throw DMAError(ETIMEDOUT, MP_ERR_ABORTED, t->ch->id, t->bytes,
 				       std::string("mprace: ") + to_string(t->ch->id) +
 					       " transfer not finished within the wait timeout of " +
@@ -1130,7 +1136,7 @@ std::size_t DMAEngine::poll(Channel channel)
 	detail::ChannelState &c = e.chan(channel);
 	std::lock_guard<std::mutex> lk(c.mu);
 	if (e.closed.load())
-		return 0;
+		throw Error(ENODEV, "mprace::DMAEngine::poll: the board or the engine was closed");
 	return e.reap(c);
 }
 

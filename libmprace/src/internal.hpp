@@ -81,6 +81,7 @@ struct TransferState {
 	bool queued = false;          // in the software queue (has chunks left to write)
 	bool held = false;            // a Transfer handle / mp_transfer refers to it
 	bool abort_req = false;
+	int abort_err = ECANCELED; // what an abort of this transfer reports (ETIMEDOUT: wait timeout)
 	bool eop = false;
 	int err = 0;                  // positive errno once finished with an error
 	unsigned int engine_err = 0;
@@ -159,6 +160,8 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
 	std::size_t reapRecords(ChannelState &c, bool *failed);
 	void recover(ChannelState &c);
 	void checkChannel(ChannelState &c);
+	// Aborts t (unless finished) reporting `err`; true if this aborted it.
+	bool abortOne(TransferState *t, int err = ECANCELED);
 	std::size_t abortWhere(ChannelState &c, bool (*pred)(TransferState *, const void *),
 			       const void *arg);
 	void stopAndCancel(ChannelState &c);
@@ -189,7 +192,6 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
 	// Consumes the other channel's completions if it has some and its lock is free, so that
 	// its queued transfers move on while nobody waits on it (loopback, fire and forget).
 	void serviceOther(const ChannelState &mine, bool check);
-	bool abortOne(TransferState *t);
 	void release(TransferState *t) noexcept;
 	std::size_t abortBufferLocked(BufferState *b); // BoardState::mu held
 	void globalResetLocked();                        // BoardState::mu held

@@ -89,6 +89,55 @@ START_TEST(test_open_errors)
 }
 END_TEST
 
+/* Misuse of the C API fails cleanly, also after the board was closed under the handles. */
+START_TEST(test_misuse)
+{
+	mp_board *b;
+	mp_buffer *kbuf, *ubuf;
+	mp_engine *e;
+	mp_transfer *t = NULL;
+	struct mp_dma_request req;
+	uint32_t words;
+	void *mem = aligned_alloc(4096, 8192);
+	int bad_dir = 7;
+
+	ck_assert_ptr_nonnull(mem);
+	ck_assert_int_eq(mp_board_open("emu:link=ideal", 0, &b), 0);
+	ck_assert_int_eq(mp_checker_read(b, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(mp_checker_read(b, &words, NULL), 0);
+	/* an int that is none of the enum's values (no undefined behaviour on the way) */
+	ck_assert_int_eq(mp_buffer_wrap(b, mem, 8192, (enum pd_dma_dir)bad_dir, &ubuf), -EINVAL);
+	ck_assert_int_eq(mp_buffer_wrap(b, mem, 8192, PD_DMA_FROM_DEVICE, &ubuf), 0);
+	ck_assert_int_eq(mp_buffer_sync(ubuf, (enum pd_sync_dir)bad_dir), -EINVAL);
+	ck_assert_int_eq(mp_buffer_alloc(b, 8192, &kbuf), 0);
+	ck_assert_int_eq(mp_test_routing(b, MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER), 0);
+	ck_assert_int_eq(mp_engine_open(b, NULL, &e), 0);
+	req.buf = kbuf;
+	req.offset = 0;
+	req.length = 4096;
+	req.flags = 0;
+	req.reserved = 1;
+	ck_assert_int_eq(mp_dma_submitv(e, MP_CH_C2H, &req, 1, &t), -EINVAL);
+	ck_assert_msg(strstr(mp_last_error(), "reserved"), "%s", mp_last_error());
+	ck_assert_ptr_null(t);
+	req.reserved = 0;
+	ck_assert_int_eq(mp_dma_submitv(e, MP_CH_C2H, &req, 1, &t), 0);
+	ck_assert_int_eq(mp_transfer_wait(t, 10000), 0);
+	mp_transfer_release(t);
+	ck_assert_int_eq(mp_engine_poll(e, MP_CH_C2H), 0);
+	ck_assert_int_eq(mp_buffer_sync(ubuf, PD_SYNC_FOR_CPU), 0);
+	/* the board goes first: the other handles answer ENODEV */
+	ck_assert_int_eq(mp_board_close(b), 0);
+	ck_assert_int_eq(mp_engine_poll(e, MP_CH_C2H), -ENODEV);
+	ck_assert_int_eq(mp_buffer_sync(ubuf, PD_SYNC_FOR_CPU), -ENODEV);
+	ck_assert_int_eq(mp_buffer_sync(kbuf, PD_SYNC_FOR_DEVICE), -ENODEV);
+	mp_engine_close(e);
+	mp_buffer_free(ubuf);
+	mp_buffer_free(kbuf);
+	free(mem);
+}
+END_TEST
+
 START_TEST(test_transfers)
 {
 	mp_board *b;
@@ -233,6 +282,7 @@ Suite *test_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_board);
 	tcase_add_test(tc, test_open_errors);
+	tcase_add_test(tc, test_misuse);
 	tcase_add_loop_test(tc, test_transfers, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;

@@ -81,6 +81,15 @@ START_TEST(test_software_timeout)
 	ck_assert_int_eq(e.code().value(), ETIMEDOUT);
 	ck_assert_uint_eq(e.engineError(), MP_ERR_ABORTED);
 	ck_assert_int_ge(ms.count(), 100);
+	// get() of an async transfer: the same, and its result says ETIMEDOUT too (not ECANCELED)
+	Transfer g = r.eng.readAsync(buf, 0, 4096);
+	DMAError ge = dmaErrorOf([&] { g.get(); });
+	ck_assert_int_eq(ge.code().value(), ETIMEDOUT);
+	TransferResult gr = g.result();
+	ck_assert(gr.done);
+	ck_assert_int_eq(gr.error, ETIMEDOUT);
+	ck_assert_uint_eq(gr.engineError, MP_ERR_ABORTED);
+	ck_assert_int_eq(dmaErrorOf([&] { g.get(); }).code().value(), ETIMEDOUT);
 	// wait() with a timeout leaves the transfer running.
 	Transfer t = r.eng.readAsync(buf, 0, 4096);
 	ck_assert(!t.wait(std::chrono::milliseconds(20)));

@@ -102,7 +102,8 @@ public:
 
 	// Cache/bounce-buffer maintenance around DMA (pd_umem_sync); no-ops for kernel memory,
 	// which is coherent. Call syncForDevice() after the CPU wrote data for H2C, and
-	// syncForCpu() after a C2H transfer completed, before reading.
+	// syncForCpu() after a C2H transfer completed, before reading. ENODEV when the buffer is
+	// empty (moved from) or its board was closed.
 	void syncForCpu();
 	void syncForDevice();
 
@@ -382,6 +383,7 @@ public:
 	// Cancels every transfer of the channel (ECANCELED); the channel is reset and usable.
 	void abort(Channel channel);
 	// Processes completions written back so far; returns the number of transfers finished.
+	// ENODEV once the board or the engine was closed.
 	std::size_t poll(Channel channel);
 	// Transfers submitted and not finished (in the ring or queued for slots).
 	std::size_t outstanding(Channel channel) const;

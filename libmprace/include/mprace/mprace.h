@@ -98,6 +98,7 @@ int mp_test_routing(mp_board *board, unsigned int c2h_source, unsigned int h2c_s
 int mp_patgen_seed(mp_board *board, uint32_t seed);
 int mp_patgen_rate(mp_board *board, uint32_t mbytes_per_s); /* 0: unlimited */
 int mp_checker_reset(mp_board *board, uint32_t seed);
+/* -EINVAL when both words and errors are NULL. */
 int mp_checker_read(mp_board *board, uint32_t *words, uint32_t *errors);
 
 /* ---- DMA buffers ---- */
@@ -122,7 +123,8 @@ size_t mp_buffer_active(const mp_buffer *buf);         /* transfers using it now
 size_t mp_buffer_segment_count(const mp_buffer *buf);
 /* Copies min(max, count) bus-address segments; returns the number copied. */
 int mp_buffer_segments(const mp_buffer *buf, struct pd_sg_entry *entries, size_t max);
-int mp_buffer_sync(mp_buffer *buf, enum pd_sync_dir dir); /* no-op for kernel memory */
+/* No-op for kernel memory; -ENODEV after the board was closed, -EINVAL for another dir. */
+int mp_buffer_sync(mp_buffer *buf, enum pd_sync_dir dir);
 
 /* ---- DMA engine ---- */
 
@@ -146,7 +148,8 @@ int mp_engine_open(mp_board *board, const struct mp_engine_options *opts, mp_eng
 int mp_engine_close(mp_engine *eng);
 /* Cancels all transfers of a channel (MP_CH_C2H / MP_CH_H2C); the channel stays usable. */
 int mp_engine_abort(mp_engine *eng, unsigned int channel);
-/* Processes completions; returns the number of transfers that finished. */
+/* Processes completions; returns the number of transfers that finished (-ENODEV after the
+ * board or the engine was closed). */
 int mp_engine_poll(mp_engine *eng, unsigned int channel);
 int mp_engine_outstanding(mp_engine *eng, unsigned int channel, size_t *count);
 int mp_engine_set_stall_timeout(mp_engine *eng, uint32_t us);
@@ -168,7 +171,8 @@ struct mp_dma_request {
 	uint32_t reserved;
 };
 
-/* n transfers with one doorbell write; out[i] for reqs[i]. All or nothing. */
+/* n transfers with one doorbell write; out[i] for reqs[i]. All or nothing: -EINVAL when a
+ * request is bad or its reserved field is not 0. */
 int mp_dma_submitv(mp_engine *eng, unsigned int channel, const struct mp_dma_request *reqs,
 		   size_t n, mp_transfer **out);
 /* For tests: one descriptor with these words, unchecked (see DMAEngine::submitRaw). */
