@@ -12,7 +12,7 @@ run "$DMABENCH" --version
 run "$DMABENCH" --list-modes
 [ $rc -eq 0 ] && grep -q '^c2h ' "$WORK/out" && grep -q 'FH' "$WORK/out" && ok "--list-modes shows modes and thesis aliases" || not_ok "--list-modes"
 for bad in "--bogus" "-m c3h" "-s 4K:1K" "-s 4X" "--iterations 0" "--repeat 0" "-m" "--plot jpg" \
-	   "--ref nosuchmode" "-c 3-1" "-m db"; do
+	   "--ref nosuchmode" "-c 3-1" "-m db" "-m db3" "-m pb1Mx1" "-m pb6x4" "-o /proc/none/x"; do
 	# shellcheck disable=SC2086  # word splitting wanted
 	run "$DMABENCH" $bad --device none
 	if [ $rc -eq 2 ] && grep -q '^Usage: dmabench' "$WORK/err" && [ ! -s "$WORK/out" ]; then
@@ -21,6 +21,31 @@ for bad in "--bogus" "-m c3h" "-s 4K:1K" "-s 4X" "--iterations 0" "--repeat 0" "
 		not_ok "bad usage '$bad' (rc=$rc)"; diag "$WORK/err"
 	fi
 done
+
+# ---- sizes no mode can move: said, status 3, not a silent empty success
+run "$DMABENCH" -m c2h -s 6 --quick --no-progress --plot none -o "$WORK/s6/x" --device emu:link=ideal
+if [ $rc -eq 3 ] && grep -q 'c2h skipped: no size of --sizes fits' "$WORK/err"; then
+	ok "-s 6: the mode is skipped with the reason, status 3"
+else
+	not_ok "-s 6 (rc=$rc)"; diag "$WORK/err"
+fi
+
+# ---- Ctrl-C keeps what was measured: table and files, status 130
+mkdir -p "$WORK/int"
+"$DMABENCH" -m memcpy -s 4K:256M:2 -t 0.3 --device none --no-progress --plot none \
+	-o "$WORK/int/x" >"$WORK/int/out" 2>"$WORK/int/err" &
+pid=$!
+# wait for the first measured size (the files are written only at the end)
+sleep 5
+kill -INT $pid
+wait $pid
+rc=$?
+rows=$(grep -c '^memcpy,' "$WORK/int/x.csv" 2>/dev/null || echo 0)
+if [ $rc -eq 130 ] && [ "$rows" -ge 1 ] && [ "$rows" -lt 17 ] && grep -q 'interrupted' "$WORK/int/out"; then
+	ok "SIGINT: $rows sizes written, status 130"
+else
+	not_ok "SIGINT (rc=$rc, rows=$rows)"; diag "$WORK/int/err"
+fi
 
 # ---- files and schema, no board needed
 run "$DMABENCH" --device none -m memcpy --quick --verify --no-progress -o "$WORK/m/mem"

@@ -53,7 +53,8 @@ mprace::Board &Env::board()
 	try {
 		board_ = std::make_unique<mprace::Board>(tools::pick_device(device_, "dmabench"));
 	} catch (const std::exception &e) {
-		open_error_ = std::string("cannot open the board: ") + e.what();
+		open_error_ = std::string("cannot open the board: ") + e.what() +
+			      " (`mprace list` shows the boards; --device emu: is the virtual board)";
 		throw Unavailable(open_error_);
 	}
 	return *board_;

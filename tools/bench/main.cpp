@@ -5,8 +5,10 @@
 // dmabench(1) describe the options and the file formats.
 #include "config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -37,7 +39,7 @@ const char *const kDefaultSizes = "4K:256M:2";
 const char *const kQuickSizes = "4K:16M:4";
 
 // Exit codes (also in dmabench(1)).
-enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_UNAVAILABLE = 3 };
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_UNAVAILABLE = 3, EXIT_INTERRUPTED = 130 };
 
 void usage(std::FILE *f)
 {
@@ -81,7 +83,8 @@ void usage(std::FILE *f)
 "  -h, --help             this text;  -V, --version  the version\n"
 "\n"
 "Exit status: 0 ok, 1 a transfer or a verification failed, 2 bad usage,\n"
-"3 no requested mode can run here (e.g. GPU modes without a GPU).\n",
+"3 no requested mode can run here (e.g. GPU modes without a GPU, or no size fits),\n"
+"130 interrupted by Ctrl-C (what was measured is printed and written).\n",
 		     kDefaultModes, kDefaultSizes, kQuickSizes);
 }
 
@@ -129,6 +132,20 @@ void mkdirs(const std::string &dir)
 	}
 }
 
+// Fails now, before minutes of measuring, when `out` cannot take the result files.
+void check_output_prefix(const std::string &out)
+{
+	auto slash = out.rfind('/');
+	std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : out.substr(0, slash);
+	try {
+		mkdirs(dir);
+	} catch (const std::exception &e) {
+		usage_error(std::string("--out: ") + e.what());
+	}
+	if (access(dir.c_str(), W_OK) != 0)
+		usage_error("--out: cannot write into " + dir + ": " + std::strerror(errno));
+}
+
 template <class F>
 void write_file(const std::string &path, F writer, std::vector<std::string> &written)
 {
@@ -142,11 +159,18 @@ void write_file(const std::string &path, F writer, std::vector<std::string> &wri
 	written.push_back(path);
 }
 
-} // namespace
+// What the command line asks for.
+struct Config {
+	std::vector<std::string> modes; // canonical names, in order
+	SweepOptions sweep;
+	std::string device, ref = "auto", out = "dmabench", plot = "all", cpus, command_line;
+	bool progress = true;
+	std::uint64_t pio_max = 1 << 20;
+};
 
-int main(int argc, char **argv)
+// Parses and checks the command line; exits with EXIT_USAGE (or after --help) on its own.
+Config parse_command_line(int argc, char **argv)
 {
-	tools::link_virtual_board();
 	enum { OPT_VERIFY = 256, OPT_REF, OPT_PIO_MAX, OPT_PLOT, OPT_NO_PROGRESS, OPT_LIST_MODES };
 	static const struct option longopts[] = {
 		{"modes", required_argument, nullptr, 'm'},
@@ -169,24 +193,20 @@ int main(int argc, char **argv)
 		{"version", no_argument, nullptr, 'V'},
 		{nullptr, 0, nullptr, 0},
 	};
+	Config cfg;
+	SweepOptions &so = cfg.sweep;
+	std::string modes_arg, sizes_arg;
+	bool quick = false, min_time_given = false, repeat_given = false;
 
-	std::string modes_arg, device, sizes_arg, ref = "auto", out = "dmabench", plot = "all", cpus;
-	SweepOptions so;
-	bool quick = false, progress_on = true, min_time_given = false, repeat_given = false;
-	std::uint64_t pio_max = 1 << 20;
-	std::vector<std::string> mode_args;
-
-	std::string command_line;
 	for (int i = 0; i < argc; ++i)
-		command_line += (i ? " " : "") + std::string(argv[i]);
-
+		cfg.command_line += (i ? " " : "") + std::string(argv[i]);
 	opterr = 0;
 	int c;
 	try {
 		while ((c = getopt_long(argc, argv, ":m:d:s:n:t:w:r:c:qo:hV", longopts, nullptr)) != -1) {
 			switch (c) {
 			case 'm': modes_arg += (modes_arg.empty() ? "" : ",") + std::string(optarg); break;
-			case 'd': device = optarg; break;
+			case 'd': cfg.device = optarg; break;
 			case 's': sizes_arg = optarg; break;
 			case 'n':
 				so.iterations = tools::parse_u64(optarg, "iteration count");
@@ -207,20 +227,20 @@ int main(int argc, char **argv)
 					usage_error("--repeat must be at least 1");
 				break;
 			case OPT_VERIFY: so.verify = true; break;
-			case OPT_REF: ref = optarg; break;
-			case OPT_PIO_MAX: pio_max = tools::parse_size(optarg); break;
-			case 'c': cpus = optarg; tools::parse_cpu_list(cpus); break;
+			case OPT_REF: cfg.ref = optarg; break;
+			case OPT_PIO_MAX: cfg.pio_max = tools::parse_size(optarg); break;
+			case 'c': cfg.cpus = optarg; tools::parse_cpu_list(cfg.cpus); break;
 			case 'q': quick = true; break;
-			case 'o': out = optarg; break;
+			case 'o': cfg.out = optarg; break;
 			case OPT_PLOT:
-				plot = optarg;
-				if (plot != "svg" && plot != "png" && plot != "all" && plot != "none")
+				cfg.plot = optarg;
+				if (cfg.plot != "svg" && cfg.plot != "png" && cfg.plot != "all" && cfg.plot != "none")
 					usage_error("--plot takes svg, png, all or none");
 				break;
-			case OPT_NO_PROGRESS: progress_on = false; break;
-			case OPT_LIST_MODES: list_modes(); return EXIT_OK;
-			case 'h': usage(stdout); return EXIT_OK;
-			case 'V': std::printf("dmabench (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION); return EXIT_OK;
+			case OPT_NO_PROGRESS: cfg.progress = false; break;
+			case OPT_LIST_MODES: list_modes(); std::exit(EXIT_OK);
+			case 'h': usage(stdout); std::exit(EXIT_OK);
+			case 'V': std::printf("dmabench (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION); std::exit(EXIT_OK);
 			case ':': usage_error(strprintf("option %s needs an argument", argv[optind - 1]));
 			default:
 				usage_error(optopt ? strprintf("unknown option -%c", optopt)
@@ -230,21 +250,19 @@ int main(int argc, char **argv)
 	} catch (const std::invalid_argument &e) {
 		usage_error(e.what());
 	}
-	for (int i = optind; i < argc; ++i)
-		mode_args.push_back(argv[i]);
-	if (out.empty())
+
+	if (cfg.out.empty())
 		usage_error("--out needs a file name prefix");
-	if (!out.empty() && out.back() == '/')
-		out += "dmabench";
+	if (cfg.out.back() == '/')
+		cfg.out += "dmabench";
 	struct stat st;
-	if (stat(out.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-		out += "/dmabench";
+	if (stat(cfg.out.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+		cfg.out += "/dmabench";
 
 	// Modes: -m lists and arguments, in order; duplicates dropped.
-	std::vector<std::string> names;
 	std::string all_modes = modes_arg;
-	for (const auto &a : mode_args)
-		all_modes += (all_modes.empty() ? "" : ",") + a;
+	for (int i = optind; i < argc; ++i)
+		all_modes += (all_modes.empty() ? "" : ",") + std::string(argv[i]);
 	if (all_modes.empty())
 		all_modes = kDefaultModes;
 	try {
@@ -252,82 +270,81 @@ int main(int argc, char **argv)
 			if (item.empty())
 				continue;
 			for (const auto &n : expand_mode(item))
-				if (std::find(names.begin(), names.end(), n) == names.end())
-					names.push_back(n);
+				if (std::find(cfg.modes.begin(), cfg.modes.end(), n) == cfg.modes.end())
+					cfg.modes.push_back(n);
 		}
 		so.sizes = parse_sizes(!sizes_arg.empty() ? sizes_arg : quick ? kQuickSizes : kDefaultSizes);
-		if (ref != "auto" && ref != "none") {
-			auto r = expand_mode(ref);
+		if (cfg.ref != "auto" && cfg.ref != "none") {
+			auto r = expand_mode(cfg.ref);
 			if (r.size() != 1)
 				usage_error("--ref needs one mode with its direction, e.g. db4M-c2h");
-			ref = r[0];
+			cfg.ref = r[0];
 		}
 	} catch (const std::invalid_argument &e) {
 		usage_error(e.what());
 	}
-	if (names.empty())
+	if (cfg.modes.empty())
 		usage_error("no mode given");
 	if (quick && !min_time_given)
 		so.min_time_s = 0.01;
 	if (quick && !repeat_given)
 		so.repeat = 1;
+	return cfg;
+}
 
-	if (!cpus.empty()) {
-		cpu_set_t set;
-		CPU_ZERO(&set);
-		for (int cpu : tools::parse_cpu_list(cpus))
-			if (cpu < CPU_SETSIZE)
-				CPU_SET(cpu, &set);
-		if (sched_setaffinity(0, sizeof(set), &set) != 0) {
-			std::fprintf(stderr, "dmabench: cannot pin to CPUs %s: %s\n", cpus.c_str(), std::strerror(errno));
-			return EXIT_FAILED;
-		}
+void pin_to_cpus(const std::string &cpus)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	for (int cpu : tools::parse_cpu_list(cpus))
+		if (cpu < CPU_SETSIZE)
+			CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+		std::fprintf(stderr, "dmabench: cannot pin to CPUs %s: %s\n", cpus.c_str(), std::strerror(errno));
+		std::exit(EXIT_FAILED);
 	}
+}
 
-	auto t_start = std::chrono::steady_clock::now();
-	Run run;
-	RunInfo &info = run.info;
-	info.version = PACKAGE_VERSION;
-	info.date = iso_date_utc();
-	info.host = hostname();
-	info.command_line = command_line;
-	info.sizes = so.sizes;
-	info.warmup = so.warmup;
-	info.iterations = so.iterations;
-	info.min_time_s = so.min_time_s;
-	info.repeat = so.repeat;
-	info.verify = so.verify;
-	info.cpus = cpus;
-	info.reference = ref;
-	info.backend = "none";
+// Ctrl-C: the sweep stops at the next size, what was measured is written, exit 130. A second
+// Ctrl-C ends the program at once.
+void on_interrupt(int)
+{
+	request_stop();
+	std::signal(SIGINT, SIG_DFL);
+}
 
-	Env env(device, so.verify);
-	env.set_pio_max(pio_max);
-	Progress progress(progress_on, names.size() * so.sizes.size());
-	std::vector<std::string> failures;
+// Runs every mode; returns the exit code so far. Modes that cannot run here are skipped.
+int measure(const Config &cfg, Env &env, Run &run, std::vector<std::string> &failures,
+	    std::size_t &ran)
+{
+	const SweepOptions &so = cfg.sweep;
+	Progress progress(cfg.progress, cfg.modes.size() * so.sizes.size());
 	int exit_code = EXIT_OK;
-	std::size_t ran = 0;
-	std::uint64_t max_size = so.sizes.back();
 
-	for (const auto &name : names) {
+	for (const auto &name : cfg.modes) {
+		if (stop_requested())
+			break;
 		ModeResult mr;
 		mr.name = name;
+		std::string no_points; // why no size fitted the mode
 		try {
 			auto mode = make_mode(name, env);
-			mode->setup(max_size);
+			mode->setup(so.sizes.back());
 			mr.direction = mode->direction();
 			mr.description = mode->description();
-			if (ref == "auto")
+			if (cfg.ref == "auto")
 				mr.reference = mode->auto_reference();
-			else if (ref != "none" && ref != name)
-				mr.reference = ref;
+			else if (cfg.ref != "none" && cfg.ref != name)
+				mr.reference = cfg.ref;
 			if (!mode->note().empty())
 				progress.message("dmabench: " + name + ": " + mode->note());
 			if (so.verify && !mode->can_verify())
 				progress.message("dmabench: " + name + ": --verify: this mode has no data check");
 			run_sweep(*mode, so, progress, mr, &failures);
+			if (mr.points.empty())
+				no_points = "no size of --sizes fits this mode (it moves multiples of " +
+					    format_size(mode->granule()) + ")";
 			mode->teardown();
-			++ran;
 		} catch (const Unavailable &e) {
 			progress.message(strprintf("dmabench: %s skipped: %s", name.c_str(), e.what()));
 			run.skipped.push_back({name, e.what()});
@@ -340,17 +357,25 @@ int main(int argc, char **argv)
 			exit_code = EXIT_FAILED;
 			continue;
 		}
+		if (mr.points.empty() && !stop_requested()) {
+			progress.message(strprintf("dmabench: %s skipped: %s", name.c_str(), no_points.c_str()));
+			run.skipped.push_back({name, no_points});
+			continue;
+		}
+		++ran;
 		run.modes.push_back(std::move(mr));
 	}
 	progress.finish();
-	info.device = env.device_name();
-	info.device_desc = env.device_description();
-	info.backend = env.backend();
+	return exit_code;
+}
 
+// The table on stdout and the files; returns false if a file could not be written.
+bool report(const Config &cfg, Run &run, const std::vector<std::string> &failures, std::size_t ran)
+{
+	RunInfo &info = run.info;
 	for (auto &m : run.modes)
 		if (!apply_reference(m, run))
 			m.reference.clear(); // not measured in this run: no efficiency
-	info.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
 
 	std::cout << "dmabench " << PACKAGE_VERSION << " on " << (info.device.empty() ? "(no board)" : info.device);
 	if (!info.device_desc.empty() && info.device_desc != info.device)
@@ -361,10 +386,10 @@ int main(int argc, char **argv)
 	write_summary(std::cout, run);
 	for (const auto &f : failures)
 		std::cout << "VERIFY FAILED: " << f << "\n";
-	if (!failures.empty())
-		exit_code = EXIT_FAILED;
 
 	std::vector<std::string> written;
+	bool ok = true;
+	const std::string &out = cfg.out;
 	try {
 		auto slash = out.rfind('/');
 		if (slash != std::string::npos && slash > 0)
@@ -372,25 +397,70 @@ int main(int argc, char **argv)
 		write_file(out + ".csv", [&](std::ostream &o) { write_points_csv(o, run); }, written);
 		write_file(out + "-fit.csv", [&](std::ostream &o) { write_fit_csv(o, run); }, written);
 		write_file(out + ".json", [&](std::ostream &o) { write_json(o, run); }, written);
-		if (plot == "svg" || plot == "all")
+		if (cfg.plot == "svg" || cfg.plot == "all")
 			write_file(out + ".svg", [&](std::ostream &o) { write_svg(o, run); }, written);
-		if (plot == "png" || plot == "all") {
+		if (cfg.plot == "png" || cfg.plot == "all") {
 			std::string why;
 			std::string png = out + ".png";
 			std::remove(png.c_str());
 			if (!render_png(run, out + ".json", png, &why).empty())
 				written.push_back(png);
-			else if (plot == "png")
+			else if (cfg.plot == "png")
 				std::fprintf(stderr, "dmabench: no PNG: %s\n", why.c_str());
 		}
 	} catch (const std::exception &e) {
 		std::fprintf(stderr, "dmabench: %s\n", e.what());
-		exit_code = EXIT_FAILED;
+		ok = false;
 	}
-	std::cout << strprintf("\n%zu mode(s) measured in %.1f s; files written:\n", ran, info.wall_s);
+	std::cout << strprintf("\n%zu mode(s) measured in %.1f s%s; files written:\n", ran, info.wall_s,
+			       stop_requested() ? " (interrupted: what was measured so far)" : "");
 	for (const auto &w : written)
 		std::cout << "  " << w << "\n";
 	std::cout.flush();
+	return ok;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	tools::link_virtual_board();
+	Config cfg = parse_command_line(argc, argv);
+	check_output_prefix(cfg.out);
+	if (!cfg.cpus.empty())
+		pin_to_cpus(cfg.cpus);
+	std::signal(SIGINT, on_interrupt);
+
+	auto t_start = std::chrono::steady_clock::now();
+	Run run;
+	RunInfo &info = run.info;
+	info.version = PACKAGE_VERSION;
+	info.date = iso_date_utc();
+	info.host = hostname();
+	info.command_line = cfg.command_line;
+	info.sizes = cfg.sweep.sizes;
+	info.warmup = cfg.sweep.warmup;
+	info.iterations = cfg.sweep.iterations;
+	info.min_time_s = cfg.sweep.min_time_s;
+	info.repeat = cfg.sweep.repeat;
+	info.verify = cfg.sweep.verify;
+	info.cpus = cfg.cpus;
+	info.reference = cfg.ref;
+
+	Env env(cfg.device, cfg.sweep.verify);
+	env.set_pio_max(cfg.pio_max);
+	std::vector<std::string> failures;
+	std::size_t ran = 0;
+	int exit_code = measure(cfg, env, run, failures, ran);
+	info.device = env.device_name();
+	info.device_desc = env.device_description();
+	info.backend = env.backend();
+	info.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+
+	if (!report(cfg, run, failures, ran) || !failures.empty())
+		exit_code = EXIT_FAILED;
+	if (stop_requested())
+		return EXIT_INTERRUPTED;
 	if (ran == 0 && exit_code == EXIT_OK)
 		exit_code = EXIT_UNAVAILABLE;
 	return exit_code;

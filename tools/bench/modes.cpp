@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "../common/units.hpp"
+#include "mprace/engine_spec.h"
 
 using tools::format_size_short;
 using tools::to_lower;
@@ -41,17 +42,21 @@ const std::vector<ModeInfo> &mode_table()
 
 namespace {
 
-// "4m" -> 4 MiB; BadMode on anything else.
+// "4m" -> 4 MiB; BadMode on anything else, and on sizes the engine cannot move whole (the
+// check belongs to the name, so that a bad one is a usage error before anything runs).
 std::uint64_t mode_size(const std::string &text, const std::string &name)
 {
+	std::uint64_t s;
 	try {
-		std::uint64_t s = tools::parse_size(text);
+		s = tools::parse_size(text);
 		if (s == 0)
 			throw std::invalid_argument("zero");
-		return s;
 	} catch (const std::invalid_argument &) {
 		throw BadMode("mode '" + name + "': bad buffer size '" + text + "' (e.g. db4M, pb1Mx8)");
 	}
+	if (s % MP_ENGINE_GRANULE)
+		throw BadMode("mode '" + name + "': the DMA buffer size must be a multiple of 4 bytes");
+	return s;
 }
 
 // Splits "<S>x<N>" of a pooled buffer.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <stdexcept>
 #include <unistd.h>
@@ -108,6 +109,13 @@ void Progress::message(const std::string &text)
 }
 
 namespace {
+volatile std::sig_atomic_t stop_flag = 0;
+} // namespace
+
+void request_stop() noexcept { stop_flag = 1; }
+bool stop_requested() noexcept { return stop_flag != 0; }
+
+namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point t0)
 {
@@ -121,6 +129,8 @@ void run_sweep(Mode &mode, const SweepOptions &o, Progress &progress, ModeResult
 {
 	using clock = std::chrono::steady_clock;
 	for (std::uint64_t bytes : o.sizes) {
+		if (stop_requested())
+			break;
 		progress.step(mode.name() + " " + format_size(bytes));
 		if ((mode.max_bytes() && bytes > mode.max_bytes()) || bytes < mode.min_bytes() ||
 		    bytes % mode.granule() != 0)
@@ -158,6 +168,8 @@ void run_sweep(Mode &mode, const SweepOptions &o, Progress &progress, ModeResult
 		p.iterations = auto_iterations(o, warm);
 		p.total_s = INFINITY;
 		for (unsigned r = 0; r < std::max(1u, o.repeat); ++r) {
+			if (r && stop_requested())
+				break;
 			auto t0 = clock::now();
 			mode.run(bytes, p.iterations);
 			p.total_s = std::min(p.total_s, seconds_since(t0));

@@ -31,6 +31,11 @@ struct SweepOptions {
 	bool verify = false;
 };
 
+// Ctrl-C: request_stop() (async-signal-safe) makes run_sweep return after the current
+// timed block, keeping the sizes measured so far.
+void request_stop() noexcept;
+bool stop_requested() noexcept;
+
 // Iterations for one size when not fixed: enough for min_time, from one warm-up's time.
 std::uint64_t auto_iterations(const SweepOptions &o, double one_transfer_s);
 
