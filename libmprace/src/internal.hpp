@@ -17,6 +17,7 @@
 #define MPRACE_SRC_INTERNAL_HPP
 
 #include <atomic>
+#include <thread>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -204,6 +205,36 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
 };
 
 // The result of a finished transfer as an exception.
+// Shared by the engine's files (engine*.cpp).
+inline unsigned int stateOf(std::uint32_t status)
+{
+	return MP_FIELD_GET(status, MP_CHREG_STATUS_STATE);
+}
+
+inline unsigned int codeOf(std::uint32_t status)
+{
+	return MP_FIELD_GET(status, MP_CHREG_STATUS_ERROR_CODE);
+}
+
+inline TransferState *ownerOf(const DMADescriptor &d)
+{
+	return static_cast<TransferState *>(d.owner());
+}
+
+inline void cpuRelax()
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	std::atomic_signal_fence(std::memory_order_seq_cst);
+#endif
+}
+
+// Unlinks t from the channel's software queue (channel lock held).
+void removeQueued(ChannelState &c, TransferState *t);
+// Clears and (in interrupt mode) enables the engine's interrupts (board lock held).
+void setupInterrupts(EngineState &e);
+
 [[noreturn]] void throwTransferError(const TransferState *t);
 
 } // namespace detail
