@@ -56,6 +56,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "pcidriver/backend.h"
 #include "mprace/engine_spec.h"
@@ -118,6 +119,8 @@ struct emu_config {
 
 /* Parses "emu" / "emu:opts"; on error prints the reason on stderr and returns -EINVAL. */
 int emu_parse_options(const char *name, struct emu_config *cfg);
+/* The options table of docs/virtual-board.md, from the table the parser uses. */
+void emu_options_markdown(FILE *f);
 
 /* ------------------------------------------------------------------ time and link model */
 

@@ -5,6 +5,7 @@
  * pd_open fail with -EINVAL, and pd_open_error() names the option and what is wrong with it.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -162,58 +163,286 @@ static int set_link(struct emu_config *c, const char *v)
 	return 0;
 }
 
-enum {
-	K_LINK, K_BW, K_LAT, K_TLP, K_MPS, K_MRRS, K_MSI, K_MEM, K_KMAX, K_IOVA, K_SEED, K_FIFO,
-	K_SPIN, K_SG, K_WORKERS, K_STALL, K_BUSERR, K_DROPIRQ, K_USER, K_CFGWR, K_CLOCK, K_MAXSEG,
-	K_WINDOW, K_NT, K_PIORD, K_PIOWR, K_COUNT
+/* ------------------------------------------------------------------ the options table */
+
+/* How a value is read, and where it goes in struct emu_config. */
+enum opt_kind {
+	OPT_SIZE,     /* bytes, with K/M/G/T */
+	OPT_TIME,     /* nanoseconds, with ns/us/ms/s */
+	OPT_UINT,     /* a plain unsigned integer (0x... allowed) */
+	OPT_CHOICE,   /* one of `choices`: stores its index */
+	OPT_SPECIAL,  /* parsed by `special` */
+};
+enum opt_store { ST_U32, ST_U64, ST_I64, ST_INT, ST_DBL };
+
+#define OPT_POW2    (1u << 0)   /* a power of two */
+#define OPT_ZERO_OK (1u << 1)   /* 0 is allowed besides [min, max] */
+#define OPT_PAGES   (1u << 2)   /* a multiple of 4K */
+#define OPT_REPEAT  (1u << 3)   /* may be given once per channel (stall=, buserr=) */
+
+struct opt_state {
+	unsigned int fault_seen[2];   /* per fault option: channels given */
 };
 
-static const char *const keys[K_COUNT] = {
-	"link", "bw", "lat", "tlp", "mps", "mrrs", "msi", "mem", "kmax", "iova", "seed", "fifo",
-	"spin", "sg", "workers", "stall", "buserr", "dropirq", "user", "cfgwr", "clock", "maxseg",
-	"window", "nt", "piord", "piowr",
+struct emu_option {
+	const char *key;
+	const char *value_doc;     /* after "key=" in the docs: "TIME", "MB/s", "N" or "" */
+	enum opt_kind kind;
+	enum opt_store store;
+	size_t offset;             /* of the field in struct emu_config */
+	double min, max;           /* OPT_SIZE, OPT_UINT, OPT_TIME (ns) */
+	unsigned int rules;        /* OPT_* */
+	const char *const *choices;             /* OPT_CHOICE, NULL-terminated */
+	const char *word;          /* a word accepted besides numbers ("auto", "off") ... */
+	double word_value;         /* ... and what it stores */
+	int (*special)(struct emu_config *c, const char *v, struct opt_state *st);
+	const char *hint;          /* the error message's "expected ..." */
+	const char *def;           /* the default, as a value this table parses; NULL: none */
+	const char *def_note;      /* added to the docs' default column */
+	const char *doc;           /* the docs' meaning column */
 };
+
+static int special_link(struct emu_config *c, const char *v, struct opt_state *st)
+{
+	(void)st;
+	return set_link(c, v);
+}
+
+static int special_bw(struct emu_config *c, const char *v, struct opt_state *st)
+{
+	char *end;
+	double d;
+
+	(void)st;
+	errno = 0;
+	d = strtod(v, &end);
+	if (errno || *end || !isfinite(d) || d <= 0 || d > 1e7)
+		return -EINVAL;
+	c->bw_Bps = d * 1e6;
+	return 0;
+}
+
+static int special_fault(struct emu_fault *faults, unsigned int *seen, const char *v)
+{
+	struct emu_fault f;
+	unsigned int ch;
+
+	if (parse_fault(v, &ch, &f) || (*seen & (1u << ch)))
+		return -EINVAL;
+	*seen |= 1u << ch;
+	faults[ch] = f;
+	return 0;
+}
+
+static int special_stall(struct emu_config *c, const char *v, struct opt_state *st)
+{
+	return special_fault(c->stall, &st->fault_seen[0], v);
+}
+
+static int special_buserr(struct emu_config *c, const char *v, struct opt_state *st)
+{
+	return special_fault(c->buserr, &st->fault_seen[1], v);
+}
+
+static int special_user(struct emu_config *c, const char *v, struct opt_state *st)
+{
+	uint64_t u;
+
+	(void)st;
+	if (!strcmp(v, "none")) {
+		c->user = EMU_USER_NONE;
+	} else if (!strcmp(v, "stream")) {
+		c->user = EMU_USER_STREAM;
+	} else if (!strncmp(v, "pkt:", 4) && !parse_size(v + 4, &u) && u >= 4 && !(u & 3) &&
+		   u <= (1ull << 40)) {
+		c->user = EMU_USER_PACKETS;
+		c->user_pkt = u;
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static const char *const sg_names[] = { "random", "merged", "pages", NULL };
+static const char *const cfgwr_names[] = { "auto", "allow", "deny", NULL };
+
+#define F(field) offsetof(struct emu_config, field)
+
+/* In the order of docs/virtual-board.md's table, which is generated from it
+ * (tests/unit/vboard-options.sh checks). At most 32 rows: `seen` is a bit mask. */
+static const struct emu_option options[] = {
+	{ "link", "", OPT_SPECIAL, 0, 0, 0, 0, 0, NULL, NULL, 0, special_link,
+	  "unknown link; use gen1x1 ... gen4x16 (x1, x2, x4, x8, x16) or ideal", "gen3x8", NULL,
+	  "`gen1x1` … `gen4x16` (Gen 1–4, x1/x2/x4/x8/x16) or `ideal` (no added delay)" },
+	{ "bw", "MB/s", OPT_SPECIAL, 0, 0, 0, 0, 0, NULL, NULL, 0, special_bw,
+	  "expected a payload rate in MB/s (10^6 bytes/s), > 0", NULL, NULL,
+	  "custom link: payload rate in 10^6 B/s per direction, no TLP overhead (see `tlp=`); excludes `link=`" },
+	{ "lat", "TIME", OPT_TIME, ST_DBL, F(lat_ns), 0, 1e9, 0, NULL, NULL, 0, NULL,
+	  "expected a time such as 800ns, 1.5us or 2ms (at most 1 s)", "1us", "(`ideal`: 0)",
+	  "per-descriptor latency (descriptor fetch and first read round trip)" },
+	{ "tlp", "TIME", OPT_TIME, ST_DBL, F(tlp_ns), 0, 1e9, 0, NULL, NULL, 0, NULL,
+	  "expected a time such as 800ns, 1.5us or 2ms (at most 1 s)", "0", NULL,
+	  "extra time per TLP, on top of the preset's header overhead" },
+	{ "piord", "TIME", OPT_TIME, ST_DBL, F(pio_rd_ns), 0, 1e9, 0, NULL, NULL, 0, NULL,
+	  "expected a time such as 800ns, 1.5us or 2ms (at most 1 s)", "1us", "(`ideal`: 0)",
+	  "CPU time of one 32-bit read of BAR2 through the accessors (`pd_bar_read`, `pd_regs`): a non-posted read waits for its completion (1–2.5 µs on real hosts; MPRACE measured 2.4 MB/s)" },
+	{ "piowr", "TIME", OPT_TIME, ST_DBL, F(pio_wr_ns), 0, 1e9, 0, NULL, NULL, 0, NULL,
+	  "expected a time such as 800ns, 1.5us or 2ms (at most 1 s)", "150ns", "(`ideal`: 0)",
+	  "the same for a (posted) write (MPRACE: 30.5 MB/s). A BAR2 mapping from `pd_map_bar` is plain memory and not timed" },
+	{ "mps", "", OPT_SIZE, ST_U32, F(mps), 128, 4096, OPT_POW2, NULL, NULL, 0, NULL,
+	  "expected a power of two from 128 to 4096 bytes", "256", NULL,
+	  "max payload size the host configured, 128…4096 (PCIe Device Control); the engine uses at most 1024 (CAPS.MPS, timing)" },
+	{ "mrrs", "", OPT_SIZE, ST_U32, F(mrrs), 128, 4096, OPT_POW2, NULL, NULL, 0, NULL,
+	  "expected a power of two from 128 to 4096 bytes", "512", NULL,
+	  "max read request size the host configured, 128…4096 (Device Control); the engine uses at most 2048 (CAPS.MRRS)" },
+	{ "msi", "", OPT_UINT, ST_U32, F(msi), 1, 4, OPT_POW2, NULL, NULL, 0, NULL,
+	  "expected 1, 2 or 4 MSI vectors", "4", NULL,
+	  "MSI vectors granted: 1, 2 or 4 (CAPS.MSI_VECTORS, `pd_info.irq_count`)" },
+	{ "mem", "", OPT_SIZE, ST_U64, F(mem), EMU_PAGE, 64.0 * (1ull << 30), OPT_POW2 | OPT_ZERO_OK,
+	  NULL, NULL, 0, NULL, "expected 0 or a power of two from 4K to 64G", "64M", NULL,
+	  "size of the on-board memory BAR 2 (power of two, 4K…64G; `0`: no BAR 2)" },
+	{ "sg", "", OPT_CHOICE, ST_INT, F(sg), 0, 0, 0, sg_names, NULL, 0, NULL,
+	  "expected random, merged or pages", "random", NULL,
+	  "umem IOVA layout: `random` (runs of 1–16 pages, shuffled), `pages` (every page on its own, shuffled), `merged` (one contiguous run)" },
+	{ "maxseg", "", OPT_SIZE, ST_U64, F(maxseg), EMU_PAGE, 1e19, OPT_PAGES | OPT_ZERO_OK, NULL,
+	  NULL, 0, NULL, "expected 0 (no limit) or a multiple of 4K", "0", NULL,
+	  "longest umem SG entry (multiple of 4K; 0 = no limit). The kernel backend cuts entries at the device's max segment size, 64 KiB by default in Linux: `maxseg=64K` mimics it" },
+	{ "iova", "", OPT_UINT, ST_U64, F(iova_base), EMU_PAGE, (double)((1ull << 62) - EMU_PAGE), OPT_PAGES,
+	  NULL, NULL, 0, NULL, "expected a page-aligned bus address from 0x1000 below 2^62",
+	  "0xfff00000", NULL,
+	  "bus address of the first mapping (page aligned, ≥ 0x1000); the default puts the first MiB of mappings below 4 GiB and the rest above, so a mapping soon straddles 4 GiB" },
+	{ "seed", "", OPT_UINT, ST_U64, F(seed), 0, 1.9e19, 0, NULL, NULL, 0, NULL,
+	  "expected an unsigned integer", "1", NULL,
+	  "seeds the guard gaps and the `sg=` layouts (deterministic for a given sequence of calls)" },
+	{ "kmax", "", OPT_SIZE, ST_U64, F(kmem_max), EMU_PAGE, PD_KMEM_MAX_SIZE, 0, NULL, NULL, 0,
+	  NULL, "expected a size from 4K to 256M", "256M", NULL,
+	  "largest kmem buffer (`-ENOMEM` above); `kmax=4M` mimics a kernel without CMA" },
+	{ "workers", "", OPT_UINT, ST_INT, F(workers), 0, 64, 0, NULL, "auto", -1, NULL,
+	  "expected auto or 0 to 64 copy threads", "auto", NULL,
+	  "copy threads shared by both channels (0…64); see *Threads*" },
+	{ "window", "", OPT_UINT, ST_U32, F(window), 1, 256, 0, NULL, NULL, 0, NULL,
+	  "expected 1 (no read-ahead) to 256 pieces in flight", "128", NULL,
+	  "pieces of data a channel keeps in flight, of one or several descriptors (1…256; 1 = no read-ahead); see *Read-ahead*" },
+	{ "nt", "", OPT_SIZE, ST_U64, F(nt_min), 0, 1.8e19, 0, NULL, "off", 1.8446744073709552e19,
+	  NULL, "expected a mapping size (0: always) or off", "32M", NULL,
+	  "C2H fills into a mapping (kmem or umem) at least this large bypass the CPU caches (non-temporal stores); `0`: always, `off`: never" },
+	{ "spin", "TIME", OPT_TIME, ST_U64, F(spin_ns), 0, 10e6, 0, NULL, NULL, 0, NULL,
+	  "expected a time up to 10ms, such as 20us", "20us", NULL,
+	  "how long an idle channel thread polls for a doorbell before it sleeps (0…10 ms)" },
+	{ "fifo", "", OPT_SIZE, ST_U64, F(fifo), 64, 1 << 30, OPT_POW2, NULL, NULL, 0, NULL,
+	  "expected a power of two from 64 bytes to 1G", "256K", NULL,
+	  "loopback FIFO size (power of two, 64 bytes…1G)" },
+	{ "user", "", OPT_SPECIAL, 0, 0, 0, 0, 0, NULL, NULL, 0, special_user,
+	  "expected none, stream or pkt:BYTES (a multiple of 4)", "none", NULL,
+	  "C2H user-stream model: `none` (no user logic: a C2H from USER never gets data), `stream` (a counter, never ends a packet), `pkt:BYTES` (a counter with a packet end every BYTES, multiple of 4)" },
+	{ "stall", "", OPT_SPECIAL, 0, 0, 0, 0, OPT_REPEAT, NULL, NULL, 0, special_stall,
+	  "expected c2h, h2c, c2h:N or h2c:N (N: descriptor number), each channel once", NULL,
+	  NULL,
+	  "`c2h`, `h2c` (every descriptor of that channel stalls) or `c2h:N`, `h2c:N` (only descriptor N, once)" },
+	{ "buserr", "", OPT_SPECIAL, 0, 0, 0, 0, OPT_REPEAT, NULL, NULL, 0, special_buserr,
+	  "expected c2h, h2c, c2h:N or h2c:N (N: descriptor number), each channel once", NULL,
+	  NULL,
+	  "`c2h`, `h2c` (every descriptor) or `c2h:N`, `h2c:N` (descriptor N, once): a bus error in the middle of the data" },
+	{ "dropirq", "N", OPT_UINT, ST_I64, F(dropirq), 0, 9.2e18, 0, NULL, NULL, 0, NULL,
+	  "expected the index (from 0) of the interrupt message to drop", NULL, NULL,
+	  "the MSI message with index N (from 0, counted over all vectors) is lost, once" },
+	{ "cfgwr", "", OPT_CHOICE, ST_INT, F(cfgwr), 0, 0, 0, cfgwr_names, NULL, 0, NULL,
+	  "expected auto, allow or deny", "auto", NULL,
+	  "config-space writes: `auto` (allowed with CAP_SYS_ADMIN, else `-EPERM`, like the kernel backend), `allow`, `deny`" },
+	{ "clock", "", OPT_UINT, ST_U32, F(clock_mhz), 1, 1000, 0, NULL, NULL, 0, NULL,
+	  "expected an engine clock from 1 to 1000 MHz", "250", NULL,
+	  "engine clock in MHz (CLOCK_MHZ, the CYCLE counter's unit)" },
+};
+
+#define OPTION_COUNT (sizeof(options) / sizeof(options[0]))
+
+static unsigned int option_index(const char *key)
+{
+	unsigned int k;
+
+	for (k = 0; k < OPTION_COUNT; k++)
+		if (!strcmp(options[k].key, key))
+			break;
+	return k;
+}
+
+static void store(struct emu_config *c, const struct emu_option *o, double d, uint64_t u, bool is_u)
+{
+	char *f = (char *)c + o->offset;
+
+	switch (o->store) {
+	case ST_U32: *(uint32_t *)(void *)f = is_u ? (uint32_t)u : (uint32_t)d; break;
+	case ST_U64: *(uint64_t *)(void *)f = is_u ? u : d >= 1.8446744073709552e19 ? UINT64_MAX : (uint64_t)d; break;
+	case ST_I64: *(int64_t *)(void *)f = is_u ? (int64_t)u : (int64_t)d; break;
+	case ST_INT: *(int *)(void *)f = is_u ? (int)u : (int)d; break;
+	case ST_DBL: *(double *)(void *)f = is_u ? (double)u : d; break;
+	}
+}
+
+/* Parses v for option o into c; -EINVAL when it does not fit the option's rules. */
+static int apply(struct emu_config *c, const struct emu_option *o, const char *v,
+		 struct opt_state *st)
+{
+	uint64_t u;
+	double d;
+	unsigned int i;
+
+	if (o->word && !strcmp(v, o->word)) {
+		store(c, o, o->word_value, 0, false);
+		return 0;
+	}
+	switch (o->kind) {
+	case OPT_SPECIAL:
+		return o->special(c, v, st);
+	case OPT_CHOICE:
+		for (i = 0; o->choices[i]; i++)
+			if (!strcmp(v, o->choices[i])) {
+				store(c, o, 0, i, true);
+				return 0;
+			}
+		return -EINVAL;
+	case OPT_TIME:
+		if (parse_time(v, &d) || d < o->min || d > o->max)
+			return -EINVAL;
+		store(c, o, d, 0, false);
+		return 0;
+	case OPT_SIZE:
+	case OPT_UINT:
+		if (o->kind == OPT_SIZE ? parse_size(v, &u) : parse_u64(v, &u))
+			return -EINVAL;
+		if (u == 0 && (o->rules & OPT_ZERO_OK)) {
+			store(c, o, 0, 0, true);
+			return 0;
+		}
+		if ((double)u < o->min || (double)u > o->max || ((o->rules & OPT_POW2) && !is_pow2(u)) ||
+		    ((o->rules & OPT_PAGES) && (u & (EMU_PAGE - 1))))
+			return -EINVAL;
+		store(c, o, 0, u, true);
+		return 0;
+	}
+	return -EINVAL;
+}
 
 static void defaults(struct emu_config *c)
 {
+	struct opt_state st = { { 0, 0 } };
+	unsigned int k;
+
 	memset(c, 0, sizeof(*c));
-	set_link(c, "gen3x8");
-	c->lat_ns = 1000;
-	c->tlp_ns = 0;
-	/* A CPU read of a BAR waits for the completion (1-2.5 us measured, SEEDS.md section 4;
-	 * MPRACE: 2.4 MB/s); an uncached posted write costs ~0.1-0.25 us (MPRACE: 30.5 MB/s). */
-	c->pio_rd_ns = 1000;
-	c->pio_wr_ns = 150;
-	c->mps = 256;
-	c->mrrs = 512;
-	c->msi = 4;
-	c->clock_mhz = 250;
-	c->mem = 64ull << 20;
-	c->kmem_max = PD_KMEM_MAX_SIZE;
-	c->iova_base = 0xfff00000ull;
-	c->seed = 1;
-	c->fifo = 256u << 10;
-	c->spin_ns = 20000;
-	c->sg = EMU_SG_RANDOM;
-	c->workers = -1;
-	c->window = 128;
-	c->nt_min = 32ull << 20;
-	c->dropirq = -1;
-	c->user = EMU_USER_NONE;
-	c->cfgwr = EMU_CFGWR_AUTO;
+	c->dropirq = -1;   /* none */
+	for (k = 0; k < OPTION_COUNT; k++)
+		if (options[k].def)
+			apply(c, &options[k], options[k].def, &st);
 }
 
-/* One "key=value" item; returns 0 or -EINVAL after printing why. */
+/* One "key=value" item; returns 0 or -EINVAL with the reason set. */
 static int parse_item(struct emu_config *c, const char *item, size_t len, unsigned int *seen,
-		      bool *lat_set, unsigned int *pio_set, unsigned int *fault_seen)
+		      struct opt_state *st)
 {
 	char buf[256];
-	const char *v;
+	const struct emu_option *o;
 	char *eq;
-	unsigned int k, ch;
-	uint64_t u;
-	double d;
-	struct emu_fault f;
+	unsigned int k;
 
 	if (len == 0) {
 		bad(item, len, "empty option (stray comma?)");
@@ -231,235 +460,51 @@ static int parse_item(struct emu_config *c, const char *item, size_t len, unsign
 		return -EINVAL;
 	}
 	*eq = '\0';
-	v = eq + 1;
-	for (k = 0; k < K_COUNT; k++)
-		if (!strcmp(buf, keys[k]))
-			break;
-	if (k == K_COUNT) {
+	k = option_index(buf);
+	if (k == OPTION_COUNT) {
 		bad(item, len, "unknown option '%s'", buf);
 		return -EINVAL;
 	}
-	if (k != K_STALL && k != K_BUSERR) {
-		if (*seen & (1u << k)) {
-			bad(item, len, "'%s' given twice", buf);
-			return -EINVAL;
-		}
-		*seen |= 1u << k;
+	o = &options[k];
+	if ((*seen & (1u << k)) && !(o->rules & OPT_REPEAT)) {
+		bad(item, len, "'%s' given twice", buf);
+		return -EINVAL;
 	}
-	if (!*v) {
+	*seen |= 1u << k;
+	if (!eq[1]) {
 		bad(item, len, "missing value");
 		return -EINVAL;
 	}
-
-	switch (k) {
-	case K_LINK:
-		if (set_link(c, v)) {
-			bad(item, len, "unknown link; use gen1x1 ... gen4x16 (x1, x2, x4, x8, x16) or ideal");
-			return -EINVAL;
-		}
-		break;
-	case K_BW:
-		errno = 0;
-		d = strtod(v, &eq);
-		if (errno || *eq || !isfinite(d) || d <= 0 || d > 1e7) {
-			bad(item, len, "expected a payload rate in MB/s (10^6 bytes/s), > 0");
-			return -EINVAL;
-		}
-		c->bw_Bps = d * 1e6;
-		break;
-	case K_LAT:
-	case K_TLP:
-	case K_PIORD:
-	case K_PIOWR:
-		if (parse_time(v, &d) || d > 1e9) {
-			bad(item, len, "expected a time such as 800ns, 1.5us or 2ms (at most 1 s)");
-			return -EINVAL;
-		}
-		if (k == K_LAT) {
-			c->lat_ns = d;
-			*lat_set = true;
-		} else if (k == K_TLP) {
-			c->tlp_ns = d;
-		} else if (k == K_PIORD) {
-			c->pio_rd_ns = d;
-			*pio_set |= 1;
-		} else {
-			c->pio_wr_ns = d;
-			*pio_set |= 2;
-		}
-		break;
-	case K_MPS:
-	case K_MRRS:
-		if (parse_size(v, &u) || !is_pow2(u) || u < 128 || u > 4096) {
-			bad(item, len, "expected a power of two from 128 to 4096 bytes");
-			return -EINVAL;
-		}
-		if (k == K_MPS)
-			c->mps = (uint32_t)u;
-		else
-			c->mrrs = (uint32_t)u;
-		break;
-	case K_MSI:
-		if (parse_u64(v, &u) || (u != 1 && u != 2 && u != 4)) {
-			bad(item, len, "expected 1, 2 or 4 MSI vectors");
-			return -EINVAL;
-		}
-		c->msi = (uint32_t)u;
-		break;
-	case K_MEM:
-		if (parse_size(v, &u) || (u && (!is_pow2(u) || u < EMU_PAGE || u > (64ull << 30)))) {
-			bad(item, len, "expected 0 or a power of two from 4K to 64G");
-			return -EINVAL;
-		}
-		c->mem = u;
-		break;
-	case K_KMAX:
-		if (parse_size(v, &u) || u < EMU_PAGE || u > PD_KMEM_MAX_SIZE) {
-			bad(item, len, "expected a size from 4K to 256M");
-			return -EINVAL;
-		}
-		c->kmem_max = u;
-		break;
-	case K_IOVA:
-		if (parse_u64(v, &u) || u < EMU_PAGE || (u & (EMU_PAGE - 1)) || u >= (1ull << 62)) {
-			bad(item, len, "expected a page-aligned bus address from 0x1000 below 2^62");
-			return -EINVAL;
-		}
-		c->iova_base = u;
-		break;
-	case K_SEED:
-		if (parse_u64(v, &u)) {
-			bad(item, len, "expected an unsigned integer");
-			return -EINVAL;
-		}
-		c->seed = u;
-		break;
-	case K_FIFO:
-		if (parse_size(v, &u) || !is_pow2(u) || u < 64 || u > (1ull << 30)) {
-			bad(item, len, "expected a power of two from 64 bytes to 1G");
-			return -EINVAL;
-		}
-		c->fifo = u;
-		break;
-	case K_SPIN:
-		if (parse_time(v, &d) || d > 10e6) {
-			bad(item, len, "expected a time up to 10ms, such as 20us");
-			return -EINVAL;
-		}
-		c->spin_ns = (uint64_t)d;
-		break;
-	case K_SG:
-		if (!strcmp(v, "random"))
-			c->sg = EMU_SG_RANDOM;
-		else if (!strcmp(v, "merged"))
-			c->sg = EMU_SG_MERGED;
-		else if (!strcmp(v, "pages"))
-			c->sg = EMU_SG_PAGES;
-		else {
-			bad(item, len, "expected random, merged or pages");
-			return -EINVAL;
-		}
-		break;
-	case K_MAXSEG:
-		if (parse_size(v, &u) || (u && (u < EMU_PAGE || (u & (EMU_PAGE - 1))))) {
-			bad(item, len, "expected 0 (no limit) or a multiple of 4K");
-			return -EINVAL;
-		}
-		c->maxseg = u;
-		break;
-	case K_WORKERS:
-		if (!strcmp(v, "auto")) {
-			c->workers = -1;
-		} else if (parse_u64(v, &u) || u > 64) {
-			bad(item, len, "expected auto or 0 to 64 copy threads");
-			return -EINVAL;
-		} else {
-			c->workers = (int)u;
-		}
-		break;
-	case K_WINDOW:
-		if (parse_u64(v, &u) || u < 1 || u > 256) {
-			bad(item, len, "expected 1 (no read-ahead) to 256 pieces in flight");
-			return -EINVAL;
-		}
-		c->window = (unsigned int)u;
-		break;
-	case K_NT:
-		if (!strcmp(v, "off")) {
-			c->nt_min = UINT64_MAX;
-		} else if (parse_size(v, &u)) {
-			bad(item, len, "expected a mapping size (0: always) or off");
-			return -EINVAL;
-		} else {
-			c->nt_min = u;
-		}
-		break;
-	case K_STALL:
-	case K_BUSERR:
-		if (parse_fault(v, &ch, &f)) {
-			bad(item, len, "expected c2h, h2c, c2h:N or h2c:N (N: descriptor number)");
-			return -EINVAL;
-		}
-		if (fault_seen[k == K_STALL] & (1u << ch)) {
-			bad(item, len, "this channel was given twice");
-			return -EINVAL;
-		}
-		fault_seen[k == K_STALL] |= 1u << ch;
-		if (k == K_STALL)
-			c->stall[ch] = f;
-		else
-			c->buserr[ch] = f;
-		break;
-	case K_DROPIRQ:
-		if (parse_u64(v, &u) || u > INT64_MAX) {
-			bad(item, len, "expected the index (from 0) of the interrupt message to drop");
-			return -EINVAL;
-		}
-		c->dropirq = (int64_t)u;
-		break;
-	case K_USER:
-		if (!strcmp(v, "none")) {
-			c->user = EMU_USER_NONE;
-		} else if (!strcmp(v, "stream")) {
-			c->user = EMU_USER_STREAM;
-		} else if (!strncmp(v, "pkt:", 4) && !parse_size(v + 4, &u) && u >= 4 &&
-			   !(u & 3) && u <= (1ull << 40)) {
-			c->user = EMU_USER_PACKETS;
-			c->user_pkt = u;
-		} else {
-			bad(item, len, "expected none, stream or pkt:BYTES (a multiple of 4)");
-			return -EINVAL;
-		}
-		break;
-	case K_CFGWR:
-		if (!strcmp(v, "auto"))
-			c->cfgwr = EMU_CFGWR_AUTO;
-		else if (!strcmp(v, "allow"))
-			c->cfgwr = EMU_CFGWR_ALLOW;
-		else if (!strcmp(v, "deny"))
-			c->cfgwr = EMU_CFGWR_DENY;
-		else {
-			bad(item, len, "expected auto, allow or deny");
-			return -EINVAL;
-		}
-		break;
-	case K_CLOCK:
-		if (parse_u64(v, &u) || u < 1 || u > 1000) {
-			bad(item, len, "expected an engine clock from 1 to 1000 MHz");
-			return -EINVAL;
-		}
-		c->clock_mhz = (uint32_t)u;
-		break;
+	if (apply(c, o, eq + 1, st)) {
+		bad(item, len, "%s", o->hint);
+		return -EINVAL;
 	}
 	return 0;
+}
+
+void emu_options_markdown(FILE *f)
+{
+	unsigned int k;
+	const struct emu_option *o;
+
+	fputs("| option | default | meaning |\n|---|---|---|\n", f);
+	for (k = 0; k < OPTION_COUNT; k++) {
+		o = &options[k];
+		fprintf(f, "| `%s=%s` | ", o->key, o->value_doc);
+		if (o->def)
+			fprintf(f, "`%s`%s%s", o->def, o->def_note ? " " : "",
+				o->def_note ? o->def_note : "");
+		else
+			fputs("—", f);
+		fprintf(f, " | %s |\n", o->doc);
+	}
 }
 
 int emu_parse_options(const char *name, struct emu_config *c)
 {
 	const char *p, *comma;
-	unsigned int seen = 0, fault_seen[2] = { 0, 0 };
-	bool lat_set = false;
-	unsigned int pio_set = 0;
+	struct opt_state st = { { 0, 0 } };
+	unsigned int seen = 0;
 	int ret;
 
 	defaults(c);
@@ -472,7 +517,7 @@ int emu_parse_options(const char *name, struct emu_config *c)
 		comma = strchr(p, ',');
 		if (!comma)
 			comma = p + strlen(p);
-		ret = parse_item(c, p, (size_t)(comma - p), &seen, &lat_set, &pio_set, fault_seen);
+		ret = parse_item(c, p, (size_t)(comma - p), &seen, &st);
 		if (ret)
 			return ret;
 		if (!*comma)
@@ -483,24 +528,26 @@ int emu_parse_options(const char *name, struct emu_config *c)
 			return -EINVAL;
 		}
 	}
-	if ((seen & (1u << K_BW)) && (seen & (1u << K_LINK))) {
+#define SEEN(key) (seen & (1u << option_index(key)))
+	if (SEEN("bw") && SEEN("link")) {
 		pd_backend_set_error("emu: bad option 'bw=': it defines a custom link and cannot be "
 				     "combined with link= (see docs/virtual-board.md)");
 		return -EINVAL;
 	}
-	if (seen & (1u << K_BW)) {
+	if (SEEN("bw")) {
 		snprintf(c->link, sizeof(c->link), "custom");
 		c->ideal = false;
 		c->gen = c->lanes = 0;
 		c->lane_Bps = c->raw_Bps = 0;
 		c->ovh[0] = c->ovh[1] = 0;
 	}
-	if (c->ideal && !lat_set)
-		c->lat_ns = 0;
 	/* ideal adds no delay anywhere unless asked */
-	if (c->ideal && !(pio_set & 1))
+	if (c->ideal && !SEEN("lat"))
+		c->lat_ns = 0;
+	if (c->ideal && !SEEN("piord"))
 		c->pio_rd_ns = 0;
-	if (c->ideal && !(pio_set & 2))
+	if (c->ideal && !SEEN("piowr"))
 		c->pio_wr_ns = 0;
+#undef SEEN
 	return 0;
 }
