@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Every C and C++ code block of the docs, built and run against the build tree (TAP).
+
+A block with a main() is a program: it is compiled, linked with libpcidriver, libmprace and
+libbufmgr and run on the virtual board; it must exit 0 within 60 s. A block without one is a
+fragment of such a program: it is compiled as the body of a function that has `board`,
+`engine`, `samples` and `keep_going` (the names the docs' fragments use), so that an API the
+docs show cannot drift away from the headers.
+
+Usage: docs-examples.py TOP_SRCDIR TOP_BUILDDIR (environment: DOCS_CC, DOCS_CXX, DOCS_FLAGS)
+"""
+import glob
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+
+top, build = sys.argv[1], sys.argv[2]
+cc = shlex.split(os.environ.get("DOCS_CC", "cc"))
+cxx = shlex.split(os.environ.get("DOCS_CXX", "c++"))
+flags = shlex.split(os.environ.get("DOCS_FLAGS", ""))
+incs = [f"-I{top}/{d}" for d in ("pcidriver/lib", "pcidriver/include", "spec/include",
+                                 "libmprace/include", "libbufmgr/include")]
+libdirs = [f"{build}/libmprace/.libs", f"{build}/pcidriver/lib/.libs"]
+libs = [f"-L{d}" for d in libdirs] + [f"-Wl,-rpath,{d}" for d in libdirs] + \
+    ["-lmprace", "-lpcidriver", "-pthread"]
+
+FRAGMENT = """#include <chrono>
+#include <vector>
+#include <bufmgr/bufmgr.hpp>
+#include <bufmgr/mprace_transfer.hpp>
+#include <mprace/mprace.hpp>
+
+[[maybe_unused]] static void fragment(mprace::Board &board, mprace::DMAEngine &engine,
+				      std::vector<float> &samples, bool keep_going)
+{
+	{
+%s
+	}
+}
+
+int main() { return 0; }
+"""
+
+docs = [f"{top}/README.md"] + sorted(glob.glob(f"{top}/docs/*.md"))
+blocks = []
+commands = []   # mprace command lines on the virtual board, run as written
+for path in docs:
+    text = open(path, encoding="utf-8").read()
+    for m in re.finditer(r"^```(\w*)\n(.*?)^```", text, re.S | re.M):
+        line = text.count("\n", 0, m.start()) + 1
+        doc = os.path.relpath(path, top)
+        if m.group(1) in ("c", "cpp"):
+            blocks.append((doc, line, m.group(1), m.group(2)))
+        elif m.group(1) in ("", "sh"):
+            for k, cmd in enumerate(m.group(2).splitlines(), line + 1):
+                if re.search(r"(^|\| )(\$ )?mprace -d emu", cmd):
+                    commands.append((doc, k, re.sub(r"^\$ ", "", cmd)))
+
+env = dict(os.environ)
+env.setdefault("PCIDRIVER_BACKEND_PATH", f"{build}/vboard/.libs")
+print(f"1..{len(blocks) + len(commands)}")
+with tempfile.TemporaryDirectory() as tmp:
+    for n, (doc, line, lang, code) in enumerate(blocks, 1):
+        name = f"{doc}:{line}"
+        program = re.search(r"\bint\s+main\s*\(", code) is not None
+        src = os.path.join(tmp, f"ex{n}.{'c' if lang == 'c' and program else 'cpp'}")
+        with open(src, "w") as f:
+            f.write(code if program else FRAGMENT % code)
+        exe = os.path.join(tmp, f"ex{n}")
+        comp = (cc if src.endswith(".c") else cxx) + flags + incs + \
+            (["-std=gnu11"] if src.endswith(".c") else ["-std=c++17"]) + [src, "-o", exe] + libs
+        r = subprocess.run(comp, capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"not ok {n} - {name}: {'program' if program else 'fragment'} does not compile")
+            for l in r.stderr.splitlines()[:15]:
+                print(f"# {l}")
+            continue
+        if not program:
+            print(f"ok {n} - {name}: fragment compiles")
+            continue
+        try:
+            r = subprocess.run([exe], capture_output=True, text=True, timeout=60, env=env)
+            rc = r.returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+        if rc == 0:
+            print(f"ok {n} - {name}: program runs, exit 0")
+        else:
+            print(f"not ok {n} - {name}: program exit {rc}")
+            for l in (r.stdout + r.stderr).splitlines()[:10] if rc != "timeout" else []:
+                print(f"# {l}")
+
+    env["PATH"] = f"{build}/tools:" + env.get("PATH", "")
+    for n, (doc, line, cmd) in enumerate(commands, len(blocks) + 1):
+        try:
+            r = subprocess.run(cmd, shell=True, cwd=tmp, capture_output=True, text=True,
+                               timeout=60, env=env)
+            rc = r.returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+        if rc == 0:
+            print(f"ok {n} - {doc}:{line}: `{cmd}` exits 0")
+        else:
+            print(f"not ok {n} - {doc}:{line}: `{cmd}` exit {rc}")
+            for l in (r.stderr.splitlines()[:5] if rc != "timeout" else []):
+                print(f"# {l}")
