@@ -61,7 +61,7 @@ void haltChannels(detail::BoardState &s)
 	for (unsigned int c = 0; c < MP_CH_COUNT; c++) {
 		while (busy(c)) {
 			if (detail::Clock::now() > until)
-				throw Error(ETIMEDOUT, "mprace: channel did not halt to change TEST_CONTROL");
+				throw Error(ETIMEDOUT, "mprace::Board: a channel did not halt to change TEST_CONTROL");
 			std::this_thread::sleep_for(std::chrono::microseconds(20));
 		}
 	}

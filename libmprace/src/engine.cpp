@@ -121,7 +121,7 @@ void EngineState::checkArgs(Channel c, BufferState *b, std::uint64_t off, std::u
 
 [[noreturn]] void throwTransferError(const TransferState *t)
 {
-	std::string what = std::string("mprace: ") + to_string(t->ch->id) + " transfer of " +
+	std::string what = std::string(to_string(t->ch->id)) + " transfer of " +
 			   std::to_string(t->length) + " bytes ";
 	if (t->engine_err != MP_ERR_NONE && !(t->err == ECANCELED && t->engine_err == MP_ERR_ABORTED))
 		what += std::string("failed with engine error ") + mp_engine_error_name(t->engine_err);
@@ -191,7 +191,7 @@ std::uint64_t Transfer::get()
 		    forever)) {
 		if (e.abortOne(t, ETIMEDOUT))
 			throw DMAError(ETIMEDOUT, MP_ERR_ABORTED, t->ch->id, t->bytes,
-				       std::string("mprace: ") + to_string(t->ch->id) +
+				       std::string(to_string(t->ch->id)) +
 					       " transfer not finished within the wait timeout of " +
 					       std::to_string(ms) + " ms: aborted after " +
 					       std::to_string(t->bytes) + " bytes");

@@ -155,4 +155,27 @@ grep -q '^c2h source: loopback$' "$WORK/out" && grep -q '^h2c sink: checker$' "$
 	grep -q '^PATGEN_RATE = 100 MB/s$' "$WORK/out" && grep -q '^CHECK_WORDS = 0$' "$WORK/out" && [ "$(tail -n 2 "$WORK/out" | head -n 1)" = "c2h source: user" ] &&
 	ok "test route/pattern/checker set and shown; engine reset restores the routing" || { not_ok "test logic"; diag "$WORK/out" "$WORK/err"; }
 
+# ---- errors from the libraries are said once, with the tool's name once
+run "$MPRACE" -d emu:buserr=c2h dma read 4K
+if [ $rc -eq 1 ] && grep -q '^mprace: C2H transfer of 4096 bytes failed with engine error BUS_ERROR' "$WORK/err" &&
+   ! grep -q 'mprace: mprace' "$WORK/err"; then
+	ok "a DMA error: one line, 'mprace: ' once"
+else
+	not_ok "DMA error message (rc=$rc)"; diag "$WORK/err"
+fi
+run "$MPRACE" -d /dev/fpga97 info
+if [ $rc -ne 0 ] && grep -q 'fpga97' "$WORK/err" && grep -q 'pcidriver.ko' "$WORK/err" &&
+   [ "$(grep -o 'No such device' "$WORK/err" | wc -l)" -eq 1 ]; then
+	ok "a missing board: named, with what to do, the errno text once"
+else
+	not_ok "missing board message (rc=$rc)"; diag "$WORK/err"
+fi
+
+run "$MPRACE" -d emu: mem alloc kmem 512M
+if [ $rc -eq 1 ] && grep -q '256 MiB' "$WORK/err" && grep -q 'user memory' "$WORK/err"; then
+	ok "kmem above the limit: the limit and the way out are named"
+else
+	not_ok "kmem limit message (rc=$rc)"; diag "$WORK/err"
+fi
+
 done_testing
