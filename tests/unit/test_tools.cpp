@@ -150,6 +150,26 @@ START_TEST(test_fit_noisy)
 }
 END_TEST
 
+// Data whose free fit has a negative intercept (per-transfer time falls faster than the
+// size): the latency is clamped to 0 and the bandwidth is the best line through the origin.
+START_TEST(test_fit_latency_never_negative)
+{
+	std::vector<Sample> s = {{4096, 0.5e-6}, {8192, 1.3e-6}, {16384, 2.9e-6}, {32768, 6.1e-6}};
+	Fit fit = fit_latency_bandwidth(s);
+	ck_assert(fit.valid);
+	ck_assert(fit.latency_s == 0);
+	// weighted least squares through the origin: slope = sum(w x t) / sum(w x^2), w = 1/t^2
+	double num = 0, den = 0;
+	for (const auto &p : s) {
+		num += p.bytes / p.seconds;
+		den += p.bytes * p.bytes / (p.seconds * p.seconds);
+	}
+	ck_assert_msg(near(fit.bandwidth_Bps, den / num, 1e-9), "bandwidth %g, want %g",
+		      fit.bandwidth_Bps, den / num);
+	ck_assert(fit.rms_rel_error > 0.05);   // the model fits poorly, and says so
+}
+END_TEST
+
 START_TEST(test_fit_degenerate)
 {
 	ck_assert(!fit_latency_bandwidth({}).valid);
@@ -359,6 +379,7 @@ Suite *test_suite(void)
 	tcase_add_test(tc, test_fit_exact);
 	tcase_add_test(tc, test_fit_noisy);
 	tcase_add_test(tc, test_fit_degenerate);
+	tcase_add_test(tc, test_fit_latency_never_negative);
 	tcase_add_test(tc, test_sizes);
 	tcase_add_test(tc, test_iterations);
 	tcase_add_test(tc, test_mode_names);

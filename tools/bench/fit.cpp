@@ -33,6 +33,13 @@ Fit fit_latency_bandwidth(const std::vector<Sample> &samples)
 		return f;
 	double slope = (S * Sxy - Sx * Sy) / det; // seconds per (smax bytes)
 	double icept = (Sy - slope * Sx) / S;
+	if (icept < 0) {
+		// A negative latency has no meaning (a per-transfer cost that shrinks with size does
+		// not fit the model): the best fit with latency >= 0 has latency 0, the line through
+		// the origin; its RMS error shows how poorly the model fits.
+		icept = 0;
+		slope = Sxy / Sxx;
+	}
 	if (!(slope > 0))
 		return f;
 	f.latency_s = icept;

@@ -21,7 +21,7 @@ struct Sample {
 
 struct Fit {
 	bool valid = false;        // at least two distinct sizes and a positive slope
-	double latency_s = 0;      // intercept; may come out slightly negative on noisy data
+	double latency_s = 0;      // intercept, >= 0 (constrained: see fit.cpp)
 	double bandwidth_Bps = 0;  // 1 / slope, bytes per second
 	double rms_rel_error = 0;  // sqrt(mean(((t_i - t(s_i)) / t_i)^2))
 	std::size_t points = 0;
