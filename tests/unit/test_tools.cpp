@@ -354,6 +354,35 @@ START_TEST(test_json_schema)
 }
 END_TEST
 
+// A mode far slower than the others (PIO next to DMA) gets the right-hand axis, so that it does
+// not lie on the zero line; with only slow modes there is one axis.
+START_TEST(test_svg_right_axis)
+{
+	Run run = synthetic_run();
+	ModeResult pio = run.modes[0];
+	pio.name = "pio-read";
+	for (auto &p : pio.points)
+		p.total_s = p.iterations * static_cast<double>(p.bytes) / 4e6;   // 4 MB/s
+	std::vector<Sample> samples;
+	for (const auto &p : pio.points)
+		samples.push_back({static_cast<double>(p.bytes), p.seconds()});
+	pio.fit = fit_latency_bandwidth(samples);
+	run.modes.push_back(pio);
+	std::vector<bool> right = right_axis_modes(run);
+	ck_assert_uint_eq(right.size(), 3);
+	ck_assert(!right[0] && !right[1] && right[2]);
+	std::ostringstream svg;
+	write_svg(svg, run);
+	std::string s = svg.str();
+	ck_assert(s.find("pio-read: 4 MB/s, 0.0 \u00b5s (right axis)") != std::string::npos);
+	ck_assert(s.find("right axis: MB/s of the slow modes") != std::string::npos);
+	Run slow;
+	slow.modes.push_back(pio);
+	right = right_axis_modes(slow);
+	ck_assert(!right[0]);
+}
+END_TEST
+
 START_TEST(test_svg)
 {
 	Run run = synthetic_run();
@@ -369,6 +398,7 @@ START_TEST(test_svg)
 	ck_assert_uint_eq(curves, 2);
 	ck_assert(s.find("db4M-c2h: 3200 MB/s, 3.0") != std::string::npos);
 	ck_assert(s.find("&quot;gen3x8&quot;") != std::string::npos); // escaped
+	ck_assert(s.find("right axis") == std::string::npos);       // both fast: one axis
 }
 END_TEST
 
@@ -388,6 +418,7 @@ Suite *test_suite(void)
 	tcase_add_test(tc, test_csv_schema);
 	tcase_add_test(tc, test_json_schema);
 	tcase_add_test(tc, test_svg);
+	tcase_add_test(tc, test_svg_right_axis);
 	suite_add_tcase(s, tc);
 	return s;
 }

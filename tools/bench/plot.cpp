@@ -65,6 +65,14 @@ double legend_us(const Fit &f)
 	return std::fabs(us) < 0.05 ? 0.0 : us;
 }
 
+double peak_MBps(const ModeResult &m)
+{
+	double y = 0;
+	for (const auto &p : m.points)
+		y = std::max(y, p.throughput_MBps());
+	return y;
+}
+
 std::string title_of(const Run &run)
 {
 	std::string t = "dmabench: throughput vs transfer size";
@@ -77,17 +85,38 @@ std::string title_of(const Run &run)
 
 } // namespace
 
+std::vector<bool> right_axis_modes(const Run &run)
+{
+	double top = 0;
+	for (const auto &m : run.modes)
+		top = std::max(top, peak_MBps(m));
+	std::vector<bool> right(run.modes.size(), false);
+	bool any_left = false;
+	for (std::size_t k = 0; k < run.modes.size(); ++k) {
+		double y = peak_MBps(run.modes[k]);
+		right[k] = y > 0 && y < top / kRightAxisRatio;
+		any_left = any_left || (y > 0 && !right[k]);
+	}
+	if (!any_left) // nothing on the left: one axis is enough
+		std::fill(right.begin(), right.end(), false);
+	return right;
+}
+
 void write_svg(std::ostream &os, const Run &run)
 {
-	const double W = 1000, H = 620, L = 80, R = 290, T = 56, B = 64;
+	const std::vector<bool> right = right_axis_modes(run);
+	const bool two_axes = std::find(right.begin(), right.end(), true) != right.end();
+	// the right-hand axis' labels sit between the plot and the legend
+	const double R = two_axes ? 340 : 290, W = 1000 + (two_axes ? 50 : 0);
+	const double H = 620, L = 80, T = 56, B = 64;
 	const double pw = W - L - R, ph = H - T - B;
 	std::uint64_t smin = UINT64_MAX, smax = 0;
-	double ymax = 0;
-	for (const auto &m : run.modes)
-		for (const auto &p : m.points) {
+	double ymax = 0, y2max = 0;
+	for (std::size_t k = 0; k < run.modes.size(); ++k)
+		for (const auto &p : run.modes[k].points) {
 			smin = std::min(smin, p.bytes);
 			smax = std::max(smax, p.bytes);
-			ymax = std::max(ymax, p.throughput_MBps());
+			(right[k] ? y2max : ymax) = std::max(right[k] ? y2max : ymax, p.throughput_MBps());
 		}
 	if (smax == 0) {
 		smin = 4096;
@@ -97,10 +126,16 @@ void write_svg(std::ostream &os, const Run &run)
 	double x1 = std::ceil(std::log2(static_cast<double>(smax)));
 	if (x1 <= x0)
 		x1 = x0 + 1;
-	double ytop, ystep;
+	double ytop, ystep, y2top = 1, y2step = 1;
 	nice_axis(ymax, &ytop, &ystep);
+	if (two_axes)
+		nice_axis(y2max, &y2top, &y2step);
 	auto X = [&](double bytes) { return L + (std::log2(bytes) - x0) / (x1 - x0) * pw; };
 	auto Y = [&](double mbps) { return T + ph - mbps / ytop * ph; };
+	// modes far slower than the rest (PIO) on a right-hand axis of their own
+	auto Yk = [&](std::size_t k, double mbps) {
+		return right[k] ? T + ph - mbps / y2top * ph : Y(mbps);
+	};
 
 	os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
 	os << strprintf("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
@@ -139,6 +174,14 @@ void write_svg(std::ostream &os, const Run &run)
 	os << strprintf("<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 18 %.1f)\">"
 			"throughput (MB/s, 10^6 B/s)</text>\n",
 			T + ph / 2, T + ph / 2);
+	if (two_axes) {
+		for (double y = 0; y <= y2top + y2step / 2; y += y2step)
+			os << strprintf("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"start\" fill=\"#777\">%g</text>\n",
+					L + pw + 6, T + ph - y / y2top * ph + 4, y);
+		os << strprintf("<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#777\" "
+				"transform=\"rotate(90 %.1f %.1f)\">right axis: MB/s of the slow modes</text>\n",
+				L + pw + 48, T + ph / 2, L + pw + 48, T + ph / 2);
+	}
 	os << "</g>\n";
 
 	// Curves: measured points solid with markers, the fitted model dashed and lighter.
@@ -155,8 +198,9 @@ void write_svg(std::ostream &os, const Run &run)
 			for (int j = 0; j <= 100; ++j) {
 				double s = std::exp2(a + (b - a) * j / 100.0);
 				double mbps = s / m.fit.predict_seconds(s) / 1e6;
-				if (mbps > 0 && mbps <= ytop * 1.5)
-					os << strprintf("%.1f,%.1f ", X(s), Y(std::min(mbps, ytop)));
+				double lim = right[k] ? y2top : ytop;
+				if (mbps > 0 && mbps <= lim * 1.5)
+					os << strprintf("%.1f,%.1f ", X(s), Yk(k, std::min(mbps, lim)));
 			}
 			os << "\"/>\n";
 		}
@@ -164,17 +208,17 @@ void write_svg(std::ostream &os, const Run &run)
 		os << strprintf("<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"", colour,
 				*dash ? strprintf(" stroke-dasharray=\"%s\"", dash).c_str() : "");
 		for (const auto &p : m.points)
-			os << strprintf("%.1f,%.1f ", X(static_cast<double>(p.bytes)), Y(p.throughput_MBps()));
+			os << strprintf("%.1f,%.1f ", X(static_cast<double>(p.bytes)), Yk(k, p.throughput_MBps()));
 		os << "\"/>\n";
 		for (const auto &p : m.points)
 			os << strprintf("<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>%s %s: %.1f MB/s</title></circle>\n",
-					X(static_cast<double>(p.bytes)), Y(p.throughput_MBps()), colour, xml(m.name).c_str(),
+					X(static_cast<double>(p.bytes)), Yk(k, p.throughput_MBps()), colour, xml(m.name).c_str(),
 					tools::format_size(p.bytes).c_str(), p.throughput_MBps());
 		os << "</g>\n";
 	}
 
 	// Legend with the fitted figures, as the thesis' tables give them.
-	double lx = L + pw + 16, ly = T + 8;
+	double lx = L + pw + (two_axes ? 66 : 16), ly = T + 8;
 	os << strprintf("<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\">mode: bandwidth, latency (fit)</text>\n",
 			lx, ly);
 	for (std::size_t k = 0; k < run.modes.size(); ++k) {
@@ -187,6 +231,8 @@ void write_svg(std::ostream &os, const Run &run)
 		std::string label = m.name;
 		if (m.fit.valid)
 			label += strprintf(": %.0f MB/s, %.1f \u00b5s", m.fit.bandwidth_MBps(), legend_us(m.fit));
+		if (right[k])
+			label += " (right axis)";
 		os << strprintf("<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">%s</text>\n", lx + 30, y, xml(label).c_str());
 	}
 	os << "</svg>\n";
@@ -297,12 +343,18 @@ std::string gnuplot_script(const Run &run, const std::string &png, const char *t
 		g << ")\n";
 	}
 	g << "set xlabel \"transfer size (bytes, log scale)\"\nset ylabel \"throughput (MB/s, 10^6 B/s)\" noenhanced\n";
-	double ymax = 0, ytop, ystep;
-	for (const auto &m : run.modes)
-		for (const auto &p : m.points)
-			ymax = std::max(ymax, p.throughput_MBps());
+	const std::vector<bool> right = right_axis_modes(run);
+	double ymax = 0, y2max = 0, ytop, ystep;
+	for (std::size_t k = 0; k < run.modes.size(); ++k)
+		for (const auto &p : run.modes[k].points)
+			(right[k] ? y2max : ymax) = std::max(right[k] ? y2max : ymax, p.throughput_MBps());
 	nice_axis(ymax, &ytop, &ystep);
-	g << "set yrange [0:" << ytop << "]\nset ytics " << ystep << "\n";
+	g << "set yrange [0:" << ytop << "]\nset ytics " << ystep << " nomirror\n";
+	if (y2max > 0) {
+		double y2top, y2step;
+		nice_axis(y2max, &y2top, &y2step);
+		g << "set y2range [0:" << y2top << "]\nset y2tics " << y2step << "\n";
+	}
 	for (std::size_t k = 0; k < run.modes.size(); ++k) {
 		g << "$d" << k << " << EOD\n";
 		for (const auto &p : run.modes[k].points)
@@ -318,7 +370,10 @@ std::string gnuplot_script(const Run &run, const std::string &png, const char *t
 		std::string label = m.name;
 		if (m.fit.valid)
 			label += strprintf(": %.0f MB/s, %.1f us", m.fit.bandwidth_MBps(), legend_us(m.fit));
-		g << (first ? "" : ", \\\n  ") << "$d" << k << " using 1:2 with linespoints lw 2 pt 7 ps 0.6 lc rgb \""
+		if (right[k])
+			label += " (right axis)";
+		g << (first ? "" : ", \\\n  ") << "$d" << k << " using 1:2 axes x1" << (right[k] ? "y2" : "y1")
+		  << " with linespoints lw 2 pt 7 ps 0.6 lc rgb \""
 		  << palette[k % 10] << "\" title " << gnuplot_quote(label);
 		first = false;
 	}
@@ -345,7 +400,10 @@ def short(b):
             return "%d%s" % (b // u, n)
     return "%d" % b
 fig, ax = plt.subplots(figsize=(13, 7.8), dpi=100)
-for m in run["modes"]:
+right = set(sys.argv[3].split(",")) if len(sys.argv) > 3 and sys.argv[3] else set()
+ax2 = ax.twinx() if right else None
+lines = []
+for i, m in enumerate(run["modes"]):
     pts = m["points"]
     if not pts:
         continue
@@ -354,7 +412,13 @@ for m in run["modes"]:
     if f["valid"]:
         lat = f["latency_us"] if abs(f["latency_us"]) >= 0.05 else 0.0
         label += ": %.0f MB/s, %.1f us" % (f["bandwidth_MBps"], lat)
-    ax.plot([p["bytes"] for p in pts], [p["throughput_MBps"] for p in pts], marker="o", ms=3, lw=2, label=label)
+    on = ax2 if m["name"] in right else ax
+    if on is ax2:
+        label += " (right axis)"
+    lines += on.plot([p["bytes"] for p in pts], [p["throughput_MBps"] for p in pts], marker="o", ms=3, lw=2,
+                     label=label, color="C%d" % (i % 10))
+if ax2:
+    ax2.set_ylim(bottom=0)
 ax.set_xscale("log", base=2)
 ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: short(int(round(v)))))
 ax.set_ylim(bottom=0)
@@ -363,7 +427,8 @@ ax.set_xlabel("transfer size (bytes, log scale)")
 ax.set_ylabel("throughput (MB/s, 10^6 B/s)")
 dev = run["device"]["description"] or run["device"]["name"]
 ax.set_title("dmabench: throughput vs transfer size" + (" \u2014 " + dev if dev else ""))
-ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9)
+ax.legend(lines, [l.get_label() for l in lines], loc="upper left", bbox_to_anchor=(1.06 if ax2 else 1.01, 1),
+          fontsize=9)
 fig.tight_layout()
 fig.savefig(sys.argv[2])
 )PY";
@@ -386,7 +451,12 @@ std::string render_png(const Run &run, const std::string &json_path, const std::
 	}
 	if (on_path("python3")) {
 		log.clear();
-		int rc = run_program({"python3", "-c", matplotlib_script, json_path, png_path}, "", &log);
+		std::string right;
+		std::vector<bool> r = right_axis_modes(run);
+		for (std::size_t k = 0; k < run.modes.size(); ++k)
+			if (r[k])
+				right += (right.empty() ? "" : ",") + run.modes[k].name;
+		int rc = run_program({"python3", "-c", matplotlib_script, json_path, png_path, right}, "", &log);
 		if (rc == 0 && access(png_path.c_str(), R_OK) == 0)
 			return "matplotlib";
 		if (why && rc != 3)

@@ -8,10 +8,17 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "results.hpp"
 
 namespace dmabench {
+
+// A mode whose peak is below 1/kRightAxisRatio of the fastest one's (PIO next to DMA) is drawn
+// against a right-hand axis of its own, marked "(right axis)" in the legend; otherwise it
+// would lie on the zero line.
+constexpr double kRightAxisRatio = 20;
+std::vector<bool> right_axis_modes(const Run &run);
 
 void write_svg(std::ostream &os, const Run &run);
 
