@@ -37,6 +37,9 @@ namespace {
 const char *const kDefaultModes = "c2h,h2c,c2h-umem,h2c-umem,pio-read,pio-write,cb4M,db4M,pb1Mx8";
 const char *const kDefaultSizes = "4K:256M:2";
 const char *const kQuickSizes = "4K:16M:4";
+// CPUs the virtual board needs to keep its timing next to dmabench (engine threads per
+// channel, copy threads, the measuring thread)
+const long kVboardCpus = 4;
 
 // Exit codes (also in dmabench(1)).
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_UNAVAILABLE = 3, EXIT_INTERRUPTED = 130 };
@@ -380,7 +383,14 @@ bool report(const Config &cfg, Run &run, const std::vector<std::string> &failure
 	std::cout << "dmabench " << PACKAGE_VERSION << " on " << (info.device.empty() ? "(no board)" : info.device);
 	if (!info.device_desc.empty() && info.device_desc != info.device)
 		std::cout << " (" << info.device_desc << ")";
-	std::cout << ", " << info.date << "\n\n";
+	std::cout << ", " << info.date << "\n";
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (info.backend == "emu" && cpus > 0 && cpus < kVboardCpus)
+		std::cout << strprintf("note: the virtual board runs its link model on threads of this %ld-CPU "
+				       "machine, beside dmabench: below %ld CPUs, sizes of 16K..1M may run "
+				       "slower than the link it models (docs/dmabench.md)\n",
+				       cpus, kVboardCpus);
+	std::cout << "\n";
 	for (const auto &m : run.modes)
 		write_mode_table(std::cout, m);
 	write_summary(std::cout, run);
