@@ -83,6 +83,8 @@ Board::Board(const std::string &name, unsigned int flags)
 	s_->info = readIdentity(*s_);
 	if (!(flags & NoCheck)) {
 		const BoardInfo &i = s_->info;
+		if (i.magic == detail::kAllOnes)
+			throw Error(ENODEV, "mprace::Board: " + i.name + ": " + detail::kBoardLost);
 		if (i.magic != MP_ENGINE_MAGIC)
 			throw Error(ENODEV, "mprace::Board: " + i.name + " is not an mprace engine: MAGIC reads " +
 					    hex(i.magic) + ", expected " + hex(MP_ENGINE_MAGIC));

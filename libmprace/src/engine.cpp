@@ -95,6 +95,8 @@ void EngineState::checkArgs(Channel c, BufferState *b, std::uint64_t off, std::u
 {
 	if (closed.load(std::memory_order_relaxed) || board->closed.load(std::memory_order_relaxed))
 		throw Error(ENODEV, "mprace::DMAEngine: the board or engine is closed");
+	if (lost.load(std::memory_order_relaxed))
+		throw Error(ENODEV, std::string("mprace::DMAEngine: ") + kBoardLost);
 	if (static_cast<unsigned int>(c) >= MP_CH_COUNT)
 		throw Error(EINVAL, "mprace::DMAEngine: unknown channel");
 	if (!b)
@@ -130,6 +132,8 @@ void EngineState::checkArgs(Channel c, BufferState *b, std::uint64_t off, std::u
 	else
 		what += "failed";
 	what += " after " + std::to_string(t->bytes) + " bytes";
+	if (t->err == ENODEV)
+		what += std::string(": ") + kBoardLost;
 	throw DMAError(t->err, t->engine_err, t->ch->id, t->bytes, what);
 }
 

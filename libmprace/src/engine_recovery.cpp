@@ -120,10 +120,12 @@ void EngineState::recover(ChannelState &c)
 
 void EngineState::checkChannel(ChannelState &c)
 {
-	if (c.head.load(std::memory_order_relaxed) == c.tail)
+	if (c.head.load(std::memory_order_relaxed) == c.tail && !c.qhead)
 		return;
 	std::uint32_t st = c.rd(MP_CHREG_STATUS);
-	if (stateOf(st) == MP_STATE_ERROR) {
+	if (st == kAllOnes || lost.load(std::memory_order_relaxed)) {
+		linkLost(c);   // STATUS is never all-ones (reserved bits read 0): nobody answers
+	} else if (stateOf(st) == MP_STATE_ERROR) {
 		bool failed = false;
 		reapRecords(c, &failed);
 		recover(c);
@@ -132,6 +134,24 @@ void EngineState::checkChannel(ChannelState &c)
 		// behind our back): continue at HEAD.
 		c.wr(MP_CHREG_CONTROL, MP_CHREG_CONTROL_RUN_MASK);
 	}
+}
+
+void EngineState::linkLost(ChannelState &c)
+{
+	lost.store(true);
+	for (std::uint32_t h = c.head.load(std::memory_order_relaxed); h != c.tail; ++h) {
+		TransferState *t = ownerOf(c.ring.at(h));
+		if (t->finished.load(std::memory_order_relaxed))
+			continue;
+		if (t->queued)
+			removeQueued(c, t);
+		finish(c, t, ENODEV, MP_ERR_NONE);
+	}
+	while (TransferState *t = c.qhead) {
+		removeQueued(c, t);
+		finish(c, t, ENODEV, MP_ERR_NONE);
+	}
+	c.head.store(c.tail, std::memory_order_relaxed); // nothing of the ring will come back
 }
 
 std::size_t EngineState::abortWhere(ChannelState &c, bool (*pred)(TransferState *, const void *),

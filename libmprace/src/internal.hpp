@@ -146,6 +146,9 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
 	bool irq = false;
 	bool shared_vector = true; // fewer than 4 MSI vectors: every source on vector 0
 	std::atomic<bool> closed{false};
+	// The board stopped answering (STATUS read all-ones): every transfer failed with ENODEV,
+	// no new one is accepted.
+	std::atomic<bool> lost{false};
 	std::atomic<std::int64_t> wait_timeout_ms{0};
 	std::atomic<std::uint32_t> stall_us{0};
 	std::unique_ptr<ChannelState> ch[MP_CH_COUNT];
@@ -161,6 +164,8 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
 	std::size_t reapRecords(ChannelState &c, bool *failed);
 	void recover(ChannelState &c);
 	void checkChannel(ChannelState &c);
+	// The board reads all-ones: fails every transfer of channel c with ENODEV (lock held).
+	void linkLost(ChannelState &c);
 	// Aborts t (unless finished) reporting `err`; true if this aborted it.
 	bool abortOne(TransferState *t, int err = ECANCELED);
 	std::size_t abortWhere(ChannelState &c, bool (*pred)(TransferState *, const void *),
@@ -206,6 +211,11 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
 
 // The result of a finished transfer as an exception.
 // Shared by the engine's files (engine*.cpp).
+// What a read returns when nobody answers it (link down, device removed, powered off).
+constexpr std::uint32_t kAllOnes = 0xffffffffu;
+constexpr const char *kBoardLost =
+	"the board stopped responding: its registers read all-ones (link down, device removed or "
+	"powered off)";
 inline unsigned int stateOf(std::uint32_t status)
 {
 	return MP_FIELD_GET(status, MP_CHREG_STATUS_STATE);

@@ -735,6 +735,50 @@ START_TEST(test_stall_once)
 }
 END_TEST
 
+/* linkdown=c2h:1: descriptor 0 completes; when descriptor 1 starts the board drops off the
+ * link: every register and config-space read returns all-ones, writes are lost, and neither
+ * the record, nor an interrupt, nor TIMEOUT_US's record comes. */
+START_TEST(test_link_down)
+{
+	struct eb b;
+	struct ering r;
+	pd_kmem *km;
+	uint8_t cfg[8];
+
+	eb_open(&b, "emu:link=ideal,linkdown=c2h:1");
+	ering_init(&b, &r, MP_CH_C2H, 8);
+	ck_assert_int_eq(pd_kmem_alloc(b.dev, 4096, &km), 0);
+	set_test(&b, MP_C2H_SOURCE_PATTERN, 0);
+	wr(&b, MP_REG_IRQ_ENABLE, MP_REG_IRQ_STATUS_C2H_DONE_MASK | MP_REG_IRQ_STATUS_ERROR_MASK);
+	cwr(&b, MP_CH_C2H, MP_CHREG_TIMEOUT_US, 1000);
+	run(&b, MP_CH_C2H);
+	ering_put(&b, &r, pd_kmem_bus_addr(km), 64, MP_DESC_CTRL_IRQ_MASK);
+	ck_assert_uint_eq(wait_done(&r, 0, EMU_WAIT_MS), DONE);
+	ck_assert_int_ge(pd_irq_wait(b.dev, 0, EMU_WAIT_MS), 1);
+	ck_assert_uint_eq(rd(&b, MP_REG_MAGIC), MP_ENGINE_MAGIC);
+	ering_put(&b, &r, pd_kmem_bus_addr(km) + 64, 64, MP_DESC_CTRL_IRQ_MASK);
+	/* the link goes down when the descriptor starts */
+	{
+		uint64_t end = now_ns() + (uint64_t)EMU_WAIT_MS * 1000000u;
+
+		while (rd(&b, MP_REG_MAGIC) != 0xffffffffu && now_ns() < end)
+			sleep_us(20);
+	}
+	ck_assert_uint_eq(rd(&b, MP_REG_MAGIC), 0xffffffffu);
+	ck_assert_uint_eq(crd(&b, MP_CH_C2H, MP_CHREG_STATUS), 0xffffffffu);
+	ck_assert_uint_eq(rd(&b, MP_REG_SCRATCH), 0xffffffffu);
+	wr(&b, MP_REG_SCRATCH, 0x1234);
+	ck_assert_uint_eq(rd(&b, MP_REG_SCRATCH), 0xffffffffu);
+	ck_assert_int_eq(pd_cfg_read(b.dev, 0, cfg, sizeof(cfg)), 0);
+	ck_assert_uint_eq(cfg[0] & cfg[3] & cfg[7], 0xff);
+	/* well past TIMEOUT_US (1 ms): no record, no interrupt */
+	sleep_us(50000);
+	ck_assert_uint_eq(rec_status(&r, 1), 0);
+	ck_assert_int_eq(pd_irq_wait(b.dev, 0, 0), -ETIMEDOUT);
+	eb_close(&b);   /* closing a dead board ends its stalled channel */
+}
+END_TEST
+
 static void buserr_at(const char *name, unsigned int ch, uint32_t n_bad)
 {
 	struct eb b;
@@ -838,6 +882,7 @@ Suite *test_suite(void)
 	tcase_add_test(tc, test_stall_once);
 	tcase_add_test(tc, test_buserr_injection);
 	tcase_add_test(tc, test_close_mid_transfer);
+	tcase_add_test(tc, test_link_down);
 	suite_add_tcase(s, tc);
 	return s;
 }

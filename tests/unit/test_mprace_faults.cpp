@@ -68,6 +68,27 @@ START_TEST(test_engine_timeout)
 }
 END_TEST
 
+// The board drops off the link mid-run (linkdown=): registers read all-ones. Every transfer
+// fails with ENODEV long before the wait timeout, and nothing new is accepted.
+START_TEST(test_link_down)
+{
+	Rig r("emu:link=ideal,linkdown=c2h:1", quick(_i, 64, 20000));
+	DMABuffer buf(r.board, 64 * KiB);
+	r.board.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+	ck_assert_uint_eq(r.eng.read(buf, 0, 4096), 4096);
+	auto t0 = std::chrono::steady_clock::now();
+	Transfer a = r.eng.readAsync(buf, 0, 4096), b = r.eng.readAsync(buf, 4096, 4096);
+	DMAError e = dmaErrorOf([&] { a.get(); });
+	auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+	ck_assert_int_eq(e.code().value(), ENODEV);
+	ck_assert_msg(std::string(e.what()).find("all-ones") != std::string::npos, "%s", e.what());
+	ck_assert_msg(ms.count() < 5000, "took %lld ms", static_cast<long long>(ms.count()));
+	ck_assert_int_eq(dmaErrorOf([&] { b.get(); }).code().value(), ENODEV);
+	ck_assert_errno(r.eng.writeAsync(buf, 0, 4096), ENODEV);
+	ck_assert_errno(r.eng.read(buf, 0, 4096), ENODEV);
+}
+END_TEST
+
 // The software wait timeout of a blocking call: no TIMEOUT_US, the transfer never ends; the
 // call gives up, aborts the transfer and reports ETIMEDOUT.
 START_TEST(test_software_timeout)
@@ -405,6 +426,7 @@ extern "C" Suite *test_suite(void)
 	tcase_add_loop_test(tc, test_close_and_reset_while_busy, 0, 2);
 	tcase_add_loop_test(tc, test_engine_destroyed_while_busy, 0, 2);
 	tcase_add_test(tc, test_dropped_interrupt);
+	tcase_add_loop_test(tc, test_link_down, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

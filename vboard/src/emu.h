@@ -111,6 +111,7 @@ struct emu_config {
 	uint64_t nt_min;     /* mappings at least this large are filled bypassing the cache */
 	struct emu_fault stall[MP_CH_COUNT];
 	struct emu_fault buserr[MP_CH_COUNT];
+	struct emu_fault linkdown[MP_CH_COUNT];
 	int64_t dropirq;     /* index of the MSI message to drop, -1 = none */
 	enum emu_user_mode user;
 	uint64_t user_pkt;   /* EMU_USER_PACKETS: packet length in bytes */
@@ -257,7 +258,7 @@ struct emu_chan {
 	uint64_t obs_ns[EMU_OBS];            /* ... and the time of the write that set it */
 	unsigned int obs_first, obs_count;
 	uint32_t obs_last_tail;
-	bool stall_fired, buserr_fired;
+	bool stall_fired, buserr_fired, linkdown_fired;
 	bool mmu_held;                       /* holds its IOMMU reader lock (emu_engine.c) */
 };
 
@@ -357,6 +358,10 @@ struct emu_dev {
 	uint64_t chunk;               /* bytes per paced piece (power of two) */
 	uint64_t split_min;           /* a piece is split into parts of at least this size */
 	uint64_t win_bytes;           /* data in a channel's read-ahead window (soft limit) */
+
+	/* The link went down (linkdown=): from then on every register and config-space read
+	 * returns all-ones, writes are lost, no interrupt and no new descriptor comes. */
+	atomic_bool link_down;
 
 	/* BAR0 globals */
 	atomic_uint scratch;

@@ -144,6 +144,10 @@ void emu_cfg_init(struct emu_dev *d)
 
 int emu_cfg_read(struct emu_dev *d, uint32_t off, void *buf, size_t len)
 {
+	if (atomic_load(&d->link_down)) {
+		memset(buf, 0xff, len);
+		return 0;
+	}
 	pthread_mutex_lock(&d->cfg_lock);
 	memcpy(buf, d->cfgspace + off, len);
 	pthread_mutex_unlock(&d->cfg_lock);

@@ -551,7 +551,9 @@ static void fetch_desc(struct emu_chan *ch, uint32_t idx, uint32_t tail, uint32_
 /* Descriptors that wait for something outside the engine run the serial path. */
 static bool needs_serial(struct emu_chan *ch, const struct xdesc *x, uint64_t seq)
 {
-	if (fault_peek(&ch->dev->cfg.stall[ch->idx], ch->stall_fired, seq))
+	if (fault_peek(&ch->dev->cfg.stall[ch->idx], ch->stall_fired, seq) ||
+	    fault_peek(&ch->dev->cfg.linkdown[ch->idx], ch->linkdown_fired, seq) ||
+	    atomic_load_explicit(&ch->dev->link_down, memory_order_relaxed))
 		return true;
 	if (ch->idx == MP_CH_C2H)
 		return x->src == MP_C2H_SOURCE_LOOPBACK || x->src == 3;
@@ -570,6 +572,10 @@ static void start_desc(struct emu_chan *ch, struct xdesc *x)
 		      (x->len / 2) & ~(uint64_t)(MP_ENGINE_GRANULE - 1) : UINT64_MAX;
 	x->fired = ch->buserr_fired && !fired;
 	x->stall = fault_hits(&d->cfg.stall[ch->idx], &ch->stall_fired, x->seq);
+	if (fault_hits(&d->cfg.linkdown[ch->idx], &ch->linkdown_fired, x->seq))
+		atomic_store(&d->link_down, true);
+	if (atomic_load(&d->link_down))
+		x->stall = true;   /* nothing more crosses the link */
 	x->mps = emu_mps(d);
 	x->done = 0;
 	if (d->link.paced) {
@@ -650,7 +656,8 @@ static bool pace(struct emu_chan *ch, struct xdesc *x, uint64_t from, uint64_t t
 static void stall_forever(struct emu_chan *ch, struct xdesc *x)
 {
 	mmu_drop(ch);
-	switch (wait_for(ch, WAIT_NEVER, true, &x->progress)) {
+	/* after the link went down not even the engine's TIMEOUT_US record reaches the host */
+	switch (wait_for(ch, WAIT_NEVER, !atomic_load(&ch->dev->link_down), &x->progress)) {
 	case WAIT_TIMEOUT:
 		x->err = MP_ERR_TIMEOUT;
 		break;

@@ -78,6 +78,8 @@ void emu_irq_raise_status(struct emu_dev *d, uint32_t bit, atomic_uint *reg, uin
 	struct emu_irq *irq = &d->irq;
 	uint32_t m = 1u << bit, old;
 
+	if (atomic_load_explicit(&d->link_down, memory_order_relaxed))
+		return;   /* no message crosses a dead link */
 	pthread_mutex_lock(&irq->lock);
 	old = atomic_fetch_or_explicit(&irq->status, m, memory_order_release);
 	if (reg)

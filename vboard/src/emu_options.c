@@ -181,7 +181,7 @@ enum opt_store { ST_U32, ST_U64, ST_I64, ST_INT, ST_DBL };
 #define OPT_REPEAT  (1u << 3)   /* may be given once per channel (stall=, buserr=) */
 
 struct opt_state {
-	unsigned int fault_seen[2];   /* per fault option: channels given */
+	unsigned int fault_seen[3];   /* per fault option: channels given */
 };
 
 struct emu_option {
@@ -242,6 +242,11 @@ static int special_stall(struct emu_config *c, const char *v, struct opt_state *
 static int special_buserr(struct emu_config *c, const char *v, struct opt_state *st)
 {
 	return special_fault(c->buserr, &st->fault_seen[1], v);
+}
+
+static int special_linkdown(struct emu_config *c, const char *v, struct opt_state *st)
+{
+	return special_fault(c->linkdown, &st->fault_seen[2], v);
 }
 
 static int special_user(struct emu_config *c, const char *v, struct opt_state *st)
@@ -343,6 +348,10 @@ static const struct emu_option options[] = {
 	  "expected c2h, h2c, c2h:N or h2c:N (N: descriptor number), each channel once", NULL,
 	  NULL,
 	  "`c2h`, `h2c` (every descriptor) or `c2h:N`, `h2c:N` (descriptor N, once): a bus error in the middle of the data" },
+	{ "linkdown", "", OPT_SPECIAL, 0, 0, 0, 0, OPT_REPEAT, NULL, NULL, 0, special_linkdown,
+	  "expected c2h, h2c, c2h:N or h2c:N (N: descriptor number), each channel once", NULL,
+	  NULL,
+	  "the board drops off the link when that channel starts descriptor N (or its first): from then on every register and config-space read returns all-ones (0xffffffff), writes are lost, no interrupt comes and no descriptor completes, as after a surprise removal" },
 	{ "dropirq", "N", OPT_UINT, ST_I64, F(dropirq), 0, 9.2e18, 0, NULL, NULL, 0, NULL,
 	  "expected the index (from 0) of the interrupt message to drop", NULL, NULL,
 	  "the MSI message with index N (from 0, counted over all vectors) is lost, once" },
@@ -425,7 +434,7 @@ static int apply(struct emu_config *c, const struct emu_option *o, const char *v
 
 static void defaults(struct emu_config *c)
 {
-	struct opt_state st = { { 0, 0 } };
+	struct opt_state st = { { 0, 0, 0 } };
 	unsigned int k;
 
 	memset(c, 0, sizeof(*c));
@@ -503,7 +512,7 @@ void emu_options_markdown(FILE *f)
 int emu_parse_options(const char *name, struct emu_config *c)
 {
 	const char *p, *comma;
-	struct opt_state st = { { 0, 0 } };
+	struct opt_state st = { { 0, 0, 0 } };
 	unsigned int seen = 0;
 	int ret;
 

@@ -71,6 +71,8 @@ uint32_t emu_reg_read(void *ctx, uint64_t off)
 	uint64_t c, v;
 
 	off &= ~(uint64_t)3;
+	if (atomic_load_explicit(&d->link_down, memory_order_relaxed))
+		return 0xffffffffu;   /* a read nobody completes: the root port returns all-ones */
 	if (off >= MP_CH_BASE(0) && off < MP_CH_BASE(MP_CH_COUNT))
 		return chan_read(&d->ch[(off - MP_CH_BASE(0)) / 0x40u],
 				 (off - MP_CH_BASE(0)) % 0x40u);
@@ -142,6 +144,8 @@ void emu_reg_write(void *ctx, uint64_t off, uint32_t v)
 	struct emu_dev *d = ctx;
 
 	off &= ~(uint64_t)3;
+	if (atomic_load_explicit(&d->link_down, memory_order_relaxed))
+		return;
 	if (off >= MP_CH_BASE(0) && off < MP_CH_BASE(MP_CH_COUNT)) {
 		chan_write(&d->ch[(off - MP_CH_BASE(0)) / 0x40u], (off - MP_CH_BASE(0)) % 0x40u, v);
 		return;
