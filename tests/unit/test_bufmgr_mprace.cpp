@@ -306,6 +306,26 @@ START_TEST(test_stall_abort_and_shutdown)
 }
 END_TEST
 
+// abort() on one buffer manager cancels its own transfers only: another one on the same
+// engine and channel keeps its data (before, an idle DoubleBuffer's abort() cancelled it).
+START_TEST(test_abort_is_scoped)
+{
+	Rig r("emu:link=gen1x1");   // ~200 MB/s: 4 MiB take ~20 ms
+	DoubleBuffer<MpraceTransfer> idle(r.transfer(), 16 * KiB);
+	MpraceTransfer busy = r.transfer();
+	busy.allocate(1, 4 * MiB);
+	busy.start(Direction::c2h, 0, 4 * MiB);
+	idle.abort();
+	ck_assert_uint_eq(busy.wait(Direction::c2h, 0), 4 * MiB);
+	const auto want = pattern_bytes(4 * MiB, 0, 0x1000);
+	ck_assert_bytes_eq(busy.view(0).data, want.data(), 4 * MiB);
+	// and its own transfers it does cancel
+	busy.start(Direction::c2h, 0, 4 * MiB);
+	busy.abort(Direction::c2h);
+	ck_assert_int_eq(error_of([&] { busy.wait(Direction::c2h, 0); }), ECANCELED);
+}
+END_TEST
+
 // Relay with the board on either side (user-memory buffers shared with a memcpy endpoint):
 // FPGA -> host -> sink and source -> host -> FPGA, no CPU copy.
 START_TEST(test_relay_board)
@@ -383,6 +403,7 @@ extern "C" Suite *test_suite(void)
 	tcase_add_test(tc, test_buserr_stream);
 	tcase_add_test(tc, test_stall_abort_and_shutdown);
 	tcase_add_test(tc, test_relay_board);
+	tcase_add_test(tc, test_abort_is_scoped);
 	tcase_add_test(tc, test_memory_kinds);
 	suite_add_tcase(s, tc);
 	return s;

@@ -35,8 +35,8 @@ namespace bufmgr {
 // wait() is Transfer::get(): it gives up after EngineOptions::waitTimeout (10 s by default) with
 // ETIMEDOUT; for a source that may pause longer (a sparse DAQ stream), open the DMAEngine with
 // waitTimeout = 0.
-// abort(d) cancels every transfer on that channel of the DMAEngine (mprace::DMAEngine::abort),
-// including those of other users of the same engine: give each buffer manager its own channel.
+// abort(d) cancels this policy's own transfers (those using its DMA buffers), never those of
+// other users of the same DMAEngine.
 // Thread safety: as the concept.
 class MpraceTransfer {
 public:
@@ -138,14 +138,18 @@ public:
 		return wait(d, i);
 	}
 
-	// Any thread: cancels the channel's transfers (ECANCELED); the engine resets the channel
-	// and later submissions run normally.
+	// Any thread (not during allocate()): cancels the transfers on this policy's DMA buffers
+	// (ECANCELED), and no one else's; the engine recovers the channel and later submissions
+	// run normally. A transfer policy drives one direction at a time, so these are d's.
 	void abort(Direction d) noexcept
 	{
-		try {
-			engine_->abort(channel(d));
-		} catch (...) {
-			// Only a closed board/engine throws; it has cancelled everything itself.
+		(void)d;
+		for (auto &b : bufs_) {
+			try {
+				b->dma->abortTransfers();
+			} catch (...) {
+				// Only a closed board/engine throws; it has cancelled everything itself.
+			}
 		}
 	}
 
