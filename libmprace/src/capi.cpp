@@ -576,7 +576,7 @@ const char *mp_strerror(int err)
 	case ERANGE: return "range runs past the end of the buffer";
 	case EXDEV: return "the buffer belongs to another board";
 	case EACCES: return "user memory not mapped for this direction";
-	case ENODEV: return "board or engine closed, or not an mprace engine";
+	case ENODEV: return "no such board, not an mprace engine, closed, or stopped responding (mp_last_error() says which)";
 	case EPROTONOSUPPORT: return "engine specification major version not supported";
 	case EBUSY: return "busy: transfers outstanding, or the board already has an engine";
 	case EAGAIN: return "transfer still running";
