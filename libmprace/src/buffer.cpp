@@ -50,7 +50,7 @@ DMABuffer::DMABuffer(Board &board, std::size_t size) : s_(std::make_unique<detai
 	s_->km.emplace(s_->board->dev, size);
 	s_->ptr = s_->km->data();
 	s_->size = s_->km->size();
-	s_->kind = MemoryKind::Kernel;
+	s_->kind = MemoryKind::kernel;
 	s_->segs.push_back(Segment{s_->km->busAddress(), s_->size, 0});
 }
 
@@ -63,7 +63,7 @@ DMABuffer::DMABuffer(Board &board, void *addr, std::size_t size, pd_dma_dir dir)
 	s_->um.emplace(s_->board->dev, addr, size, dir);
 	s_->ptr = s_->um->data();
 	s_->size = s_->um->size();
-	s_->kind = MemoryKind::User;
+	s_->kind = MemoryKind::user;
 	s_->dir = dir;
 	userSegments(*s_);
 }
@@ -75,7 +75,7 @@ DMABuffer::DMABuffer(Board &board, pcidriver::KernelMemory &&km)
 	s_->km.emplace(std::move(km));
 	s_->ptr = s_->km->data();
 	s_->size = s_->km->size();
-	s_->kind = MemoryKind::Kernel;
+	s_->kind = MemoryKind::kernel;
 	s_->segs.push_back(Segment{s_->km->busAddress(), s_->size, 0});
 }
 
@@ -88,7 +88,7 @@ DMABuffer::DMABuffer(Board &board, pcidriver::UserMemory &&um, pd_dma_dir dir)
 	s_->um.emplace(std::move(um));
 	s_->ptr = s_->um->data();
 	s_->size = s_->um->size();
-	s_->kind = MemoryKind::User;
+	s_->kind = MemoryKind::user;
 	s_->dir = dir;
 	userSegments(*s_);
 }
@@ -119,7 +119,7 @@ DMABuffer::~DMABuffer()
 
 void *DMABuffer::data() const noexcept { return s_ ? s_->ptr : nullptr; }
 std::size_t DMABuffer::size() const noexcept { return s_ ? s_->size : 0; }
-MemoryKind DMABuffer::kind() const noexcept { return s_ ? s_->kind : MemoryKind::Kernel; }
+MemoryKind DMABuffer::kind() const noexcept { return s_ ? s_->kind : MemoryKind::kernel; }
 pd_dma_dir DMABuffer::direction() const noexcept { return s_ ? s_->dir : PD_DMA_BIDIRECTIONAL; }
 
 const std::vector<Segment> &DMABuffer::segments() const noexcept

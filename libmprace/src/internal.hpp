@@ -57,7 +57,7 @@ struct BufferState {
 	std::optional<pcidriver::UserMemory> um;
 	void *ptr = nullptr;
 	std::size_t size = 0;
-	MemoryKind kind = MemoryKind::Kernel;
+	MemoryKind kind = MemoryKind::kernel;
 	pd_dma_dir dir = PD_DMA_BIDIRECTIONAL;
 	std::vector<Segment> segs;
 	// Transfers submitted with this buffer and not finished; changed under the channel lock of

@@ -5,6 +5,7 @@
 // injection (emu:buserr=, emu:stall=) mid-transfer, abort, shutdown; Relay with the board on
 // either side (the CUDA stage's data path without a GPU).
 #include <thread>
+#include <type_traits>
 
 #include "test_bufmgr.hpp"
 #include "bufmgr/mprace_transfer.hpp"
@@ -39,6 +40,21 @@ struct Rig {
 	}
 	MpraceTransfer transfer(MemoryKind k = MemoryKind::kernel) { return MpraceTransfer(board, engine, k); }
 };
+
+// One MemoryKind for the stack: the two libraries' names denote the same type, so both
+// namespaces can be used at once (they collided before), and libmprace's old spellings still
+// compile (deprecated) as the same values.
+static_assert(std::is_same_v<mprace::MemoryKind, bufmgr::MemoryKind>, "one MemoryKind");
+namespace both_namespaces {
+using namespace mprace;
+using namespace bufmgr;
+[[maybe_unused]] constexpr MemoryKind kUser = MemoryKind::user;
+} // namespace both_namespaces
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static_assert(mprace::MemoryKind::Kernel == mprace::MemoryKind::kernel &&
+	      mprace::MemoryKind::User == bufmgr::MemoryKind::user, "old spellings");
+#pragma GCC diagnostic pop
 
 static MemoryKind kind_of(int i) { return i % 2 ? MemoryKind::user : MemoryKind::kernel; }
 

@@ -337,7 +337,7 @@ START_TEST(test_kernel_buffer)
 	Board b("emu:");
 	DMABuffer buf(b, 64 * KiB);
 	ck_assert(buf.isKernelMemory());
-	ck_assert(buf.kind() == MemoryKind::Kernel);
+	ck_assert(buf.kind() == MemoryKind::kernel);
 	ck_assert_uint_eq(buf.size(), 64 * KiB);
 	ck_assert_ptr_nonnull(buf.data());
 	ck_assert_uint_eq(buf.segments().size(), 1);

@@ -14,30 +14,14 @@
 #include <utility>
 
 #include "bufmgr/error.hpp"
+#include "pcidriver/memory_kind.hpp"
 
 namespace bufmgr {
 
-// Where a DMA buffer's memory comes from. It decides who else may use it: CUDA can register
-// (cudaHostRegister) ordinary anonymous memory, including memory the driver has pinned as user
-// memory, but not the driver's kernel memory, whose dma_mmap_coherent mapping (VM_IO|VM_PFNMAP)
-// cannot be pinned a second time.
-enum class MemoryKind {
-	host,   // ordinary process memory (HostMemory), not mapped for a device
-	user,   // process memory pinned and mapped for the board by pcidriver (user memory, SG list)
-	kernel, // pcidriver kernel memory (DMA-coherent, mapped into the process)
-	pinned, // page-locked for CUDA (cudaHostRegister'd HostMemory)
-};
-
-inline const char *to_string(MemoryKind k) noexcept
-{
-	switch (k) {
-	case MemoryKind::host: return "host memory";
-	case MemoryKind::user: return "user memory";
-	case MemoryKind::kernel: return "kernel memory";
-	case MemoryKind::pinned: return "CUDA-pinned host memory";
-	}
-	return "?";
-}
+// Where a DMA buffer's memory comes from (host, user, kernel, pinned): the stack's one type,
+// pcidriver/memory_kind.hpp, which says who else may use each kind.
+using MemoryKind = pcidriver::MemoryKind;
+using pcidriver::to_string;
 
 // One DMA buffer: its address in this process, its size in bytes and its kind. Views are
 // handed out by a Transfer policy (view(i)) and stay valid until its next allocate().

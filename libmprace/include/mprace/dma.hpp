@@ -33,6 +33,7 @@
 #include <memory>
 #include <vector>
 
+#include "pcidriver/memory_kind.hpp"
 #include "pcidriver/pcidriver.hpp"
 #include "mprace/board.hpp"
 #include "mprace/engine_spec.h"
@@ -49,15 +50,11 @@ struct TransferState;
 // ------------------------------------------------------------------------------------------
 // DMABuffer: one view of pcidriver::KernelMemory or pcidriver::UserMemory.
 
-enum class MemoryKind {
-	Kernel, // driver-allocated, DMA-coherent, one bus address; cannot be cudaHostRegister'd
-	User,   // process memory pinned by the driver, a scatter-gather list of bus addresses
-};
-
-inline const char *to_string(MemoryKind k) noexcept
-{
-	return k == MemoryKind::Kernel ? "kernel memory" : "user memory";
-}
+// A DMABuffer is MemoryKind::kernel (driver-allocated, DMA-coherent, one bus address; cannot
+// be cudaHostRegister'd) or MemoryKind::user (process memory pinned by the driver, a
+// scatter-gather list of bus addresses). The stack's one type (pcidriver/memory_kind.hpp).
+using MemoryKind = pcidriver::MemoryKind;
+using pcidriver::to_string;
 
 // One run of contiguous bus addresses: bytes [offset, offset + length) of the buffer are at
 // bus addresses [busAddress, busAddress + length).
@@ -92,8 +89,8 @@ public:
 	void *data() const noexcept;
 	std::size_t size() const noexcept;
 	MemoryKind kind() const noexcept;
-	bool isKernelMemory() const noexcept { return kind() == MemoryKind::Kernel; }
-	bool isUserMemory() const noexcept { return kind() == MemoryKind::User; }
+	bool isKernelMemory() const noexcept { return kind() == MemoryKind::kernel; }
+	bool isUserMemory() const noexcept { return kind() == MemoryKind::user; }
 	pd_dma_dir direction() const noexcept;
 	// Bus-address segments in buffer order (kernel memory: exactly one).
 	const std::vector<Segment> &segments() const noexcept;
