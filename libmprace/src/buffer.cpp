@@ -12,7 +12,7 @@ const std::shared_ptr<detail::BoardState> &openBoard(Board &board)
 {
 	if (!board.isOpen())
 		throw Error(ENODEV, "mprace::DMABuffer: the board is closed");
-	return board.state();
+	return detail::Access::board(board);
 }
 
 // User memory: one segment per SG entry. Interior boundaries must fall on the granule, or a

@@ -427,7 +427,7 @@ int mp_dma_submit(mp_engine *eng, unsigned int channel, mp_buffer *buf, uint64_t
 	*out = nullptr;
 	return guard([&] {
 		Transfer t = eng->eng.submit(static_cast<Channel>(channel), buf->buf, offset, length, flags);
-		*out = handle(t.detach());
+		*out = handle(detail::Access::detach(t));
 		return 0;
 	});
 }
@@ -440,7 +440,7 @@ int mp_dma_submitv(mp_engine *eng, unsigned int channel, const struct mp_dma_req
 	if (n == 0)
 		return 0;
 	return guard([&] {
-		detail::EngineState &e = *eng->eng.state();
+		detail::EngineState &e = *detail::Access::engine(eng->eng);
 		// Requests are converted in steps onto the stack, so that a batch allocates nothing.
 		// All are checked before the first step is submitted (all or nothing).
 		constexpr size_t kStep = 64;
@@ -450,7 +450,7 @@ int mp_dma_submitv(mp_engine *eng, unsigned int channel, const struct mp_dma_req
 				throw Error(EINVAL, "mp_dma_submitv: NULL buffer");
 			if (reqs[i].reserved)
 				throw Error(EINVAL, "mp_dma_submitv: reserved must be 0");
-			e.checkArgs(static_cast<Channel>(channel), reqs[i].buf->buf.state(), reqs[i].offset,
+			e.checkArgs(static_cast<Channel>(channel), detail::Access::buffer(reqs[i].buf->buf), reqs[i].offset,
 				    reqs[i].length, reqs[i].flags);
 		}
 		if (n <= kStep) {
@@ -485,7 +485,7 @@ int mp_dma_submit_raw(mp_engine *eng, unsigned int channel, uint64_t bus_addr, u
 	*out = nullptr;
 	return guard([&] {
 		Transfer t = eng->eng.submitRaw(static_cast<Channel>(channel), bus_addr, len, ctrl);
-		*out = handle(t.detach());
+		*out = handle(detail::Access::detach(t));
 		return 0;
 	});
 }
@@ -536,7 +536,7 @@ int mp_transfer_result(mp_transfer *t, struct mp_transfer_result *res)
 {
 	if (!t || !res)
 		return -EINVAL;
-	Transfer h(st(t));
+	Transfer h = detail::Access::adopt(st(t));
 	int rc = guard([&] {
 		TransferResult r = h.result();
 		res->done = r.done;
@@ -546,7 +546,7 @@ int mp_transfer_result(mp_transfer *t, struct mp_transfer_result *res)
 		res->bytes = r.bytes;
 		return 0;
 	});
-	h.detach();
+	detail::Access::detach(h);
 	return rc;
 }
 
@@ -554,16 +554,16 @@ int mp_transfer_abort(mp_transfer *t)
 {
 	if (!t)
 		return -EINVAL;
-	Transfer h(st(t));
+	Transfer h = detail::Access::adopt(st(t));
 	int rc = guard([&] { return h.abort() ? 0 : 1; });
-	h.detach();
+	detail::Access::detach(h);
 	return rc;
 }
 
 void mp_transfer_release(mp_transfer *t)
 {
 	if (t)
-		Transfer(st(t)).release();
+		detail::Access::adopt(st(t)).release();
 }
 
 int mp_errno_from_engine_error(unsigned int code) { return errnoFromEngineError(code); }

@@ -52,7 +52,7 @@ void ChannelState::wr(std::uint32_t off, std::uint32_t v) const { eng->board->wr
 
 // ---- engine state ----
 
-EngineState::EngineState(Board &b, const EngineOptions &o) : board(b.state()), opts(o)
+EngineState::EngineState(Board &b, const EngineOptions &o) : board(Access::board(b)), opts(o)
 {
 	if (board->closed.load())
 		throw Error(ENODEV, "mprace::DMAEngine: the board is closed");
@@ -288,7 +288,7 @@ DMAEngine::~DMAEngine()
 Transfer DMAEngine::submit(Channel channel, DMABuffer &buffer, std::uint64_t offset,
 			   std::uint64_t length, std::uint32_t flags)
 {
-	return Transfer(need(s_).submitOne(channel, buffer.state(), offset, length, flags));
+	return detail::Access::adopt(need(s_).submitOne(channel, detail::Access::buffer(buffer), offset, length, flags));
 }
 
 void DMAEngine::submit(Channel channel, const Request *reqs, std::size_t n, Transfer *out)
@@ -303,7 +303,7 @@ void DMAEngine::submit(Channel channel, const Request *reqs, std::size_t n, Tran
 	e.submitMany(
 		channel, reqs, n,
 		[](void *ctx, std::size_t i, detail::TransferState *t) {
-			static_cast<Transfer *>(ctx)[i] = Transfer(t);
+			static_cast<Transfer *>(ctx)[i] = detail::Access::adopt(t);
 		},
 		out);
 }
@@ -322,7 +322,7 @@ std::uint64_t DMAEngine::write(DMABuffer &buffer, std::uint64_t offset, std::uin
 Transfer DMAEngine::submitRaw(Channel channel, std::uint64_t bus_addr, std::uint32_t len,
 			      std::uint32_t ctrl)
 {
-	return Transfer(need(s_).submitRaw(channel, bus_addr, len, ctrl));
+	return detail::Access::adopt(need(s_).submitRaw(channel, bus_addr, len, ctrl));
 }
 
 void DMAEngine::abort(Channel channel)

@@ -242,7 +242,7 @@ void EngineState::submitMany(Channel cid, const Request *reqs, std::size_t n,
 	if (n && !reqs)
 		throw Error(EINVAL, "mprace::DMAEngine::submit: no requests");
 	for (std::size_t i = 0; i < n; i++)
-		checkArgs(cid, reqs[i].buffer ? reqs[i].buffer->state() : nullptr, reqs[i].offset,
+		checkArgs(cid, reqs[i].buffer ? Access::buffer(*reqs[i].buffer) : nullptr, reqs[i].offset,
 			  reqs[i].length, reqs[i].flags);
 	if (n == 0)
 		return;
@@ -272,7 +272,7 @@ void EngineState::submitMany(Channel cid, const Request *reqs, std::size_t n,
 	for (std::size_t i = 0; i < n; i++) {
 		TransferState *t = got;
 		got = t->next;
-		initTransfer(*this, c, t, reqs[i].buffer->state(), reqs[i].offset, reqs[i].length,
+		initTransfer(*this, c, t, Access::buffer(*reqs[i].buffer), reqs[i].offset, reqs[i].length,
 			     reqs[i].flags);
 		enqueue(c, t);
 		emit(ctx, i, t);

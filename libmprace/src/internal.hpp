@@ -210,6 +210,16 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
 };
 
 // The result of a finished transfer as an exception.
+// The library's own way into its public classes' state (their accessors are private, so that
+// no application builds on detail:: types).
+struct Access {
+	static const std::shared_ptr<BoardState> &board(const Board &b) { return b.state(); }
+	static BufferState *buffer(const DMABuffer &b) noexcept { return b.state(); }
+	static EngineState *engine(const DMAEngine &e) noexcept { return e.state(); }
+	static TransferState *detach(Transfer &t) noexcept { return t.detach(); }
+	static Transfer adopt(TransferState *s) noexcept { return Transfer(s); }
+};
+
 // Shared by the engine's files (engine*.cpp).
 // What a read returns when nobody answers it (link down, device removed, powered off).
 constexpr std::uint32_t kAllOnes = 0xffffffffu;

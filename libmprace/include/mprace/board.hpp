@@ -35,6 +35,7 @@ namespace mprace {
 
 namespace detail {
 struct BoardState;
+struct Access;
 }
 
 // CAPS decoded (docs/dma-engine.md section 9).
@@ -185,10 +186,9 @@ public:
 	// The register accessor of BAR0 (for code that wants pd_reg_read32 itself).
 	const pd_regs &registers() const noexcept { return regs_; }
 
-	// Internal: shared state used by DMAEngine and DMABuffer.
-	const std::shared_ptr<detail::BoardState> &state() const;
-
 private:
+	friend struct detail::Access; // the library's own way in (src/internal.hpp)
+	const std::shared_ptr<detail::BoardState> &state() const;
 	explicit Board(std::shared_ptr<detail::BoardState> s) noexcept;
 	[[noreturn]] void badRegister(std::uint32_t offset) const;
 

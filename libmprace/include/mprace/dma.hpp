@@ -42,6 +42,7 @@
 namespace mprace {
 
 namespace detail {
+struct Access;
 struct BufferState;
 struct EngineState;
 struct TransferState;
@@ -113,9 +114,9 @@ public:
 	pcidriver::KernelMemory *kernelMemory() noexcept;
 	pcidriver::UserMemory *userMemory() noexcept;
 
-	detail::BufferState *state() const noexcept { return s_.get(); }
-
 private:
+	friend struct detail::Access; // the library's own way in (src/internal.hpp)
+	detail::BufferState *state() const noexcept { return s_.get(); }
 	std::unique_ptr<detail::BufferState> s_;
 };
 
@@ -277,7 +278,8 @@ public:
 	// Lets go of the handle; an unfinished transfer runs on. Idempotent.
 	void release() noexcept;
 
-	// For the C API: the state behind the handle, and adopting one back.
+private:
+	friend struct detail::Access; // the library's own way in (src/internal.hpp)
 	detail::TransferState *detach() noexcept
 	{
 		detail::TransferState *s = st_;
@@ -286,7 +288,6 @@ public:
 	}
 	explicit Transfer(detail::TransferState *s) noexcept : st_(s) {}
 
-private:
 	detail::TransferState *st_ = nullptr;
 };
 
@@ -393,9 +394,9 @@ public:
 	ChannelStatus status(Channel channel) const;
 	const DMADescriptorList &ring(Channel channel) const;
 
-	detail::EngineState *state() const noexcept { return s_.get(); }
-
 private:
+	friend struct detail::Access; // the library's own way in (src/internal.hpp)
+	detail::EngineState *state() const noexcept { return s_.get(); }
 	std::shared_ptr<detail::EngineState> s_;
 };
 
