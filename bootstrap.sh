@@ -84,15 +84,18 @@ bench() {
 		say "dmabench (default sweep on the default board) -> $out"
 		"$dmabench" --out "$out/dmabench"
 	else
-		say "tools/dmabench is not built yet ([tools] issue): running the unit suites instead"
-		make -C "$BUILD_DIR/tests/unit" check
+		say "tools/dmabench is not built: running the user-space suites instead"
+		local s
+		for s in "${user_suites[@]}"; do make -C "$BUILD_DIR/$s" check; done
 	fi
 }
 
 # ---------------------------------------------------------------- check
 # Each suite runs on its own (make -k style: a failing suite does not stop the others) and is
 # timed; results are counted from automake's .trs files by scripts/count-tests.sh.
-all_suites=(tests/unit tests/kernel tests/hdl tests/gpu)
+# The user-space suites, one folder per layer (they also run under the sanitizers).
+user_suites=(tests/spec tests/pcidriver tests/vboard tests/mprace tests/bufmgr tests/tools)
+all_suites=("${user_suites[@]}" tests/kernel tests/hdl tests/gpu)
 
 # run_suites BUILD_DIR LABEL SUITE...
 run_suites() {
@@ -126,8 +129,8 @@ check() {
 	if [[ ${SANITIZERS:-1} = 1 ]]; then
 		say "unit suites under ASan+UBSan and TSan"
 		export UBSAN_OPTIONS=print_stacktrace=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
-		{ sanitizer_build asan address,undefined && run_suites "$BUILD_DIR-asan" asan tests/unit; } || failed=1
-		{ sanitizer_build tsan thread && run_suites "$BUILD_DIR-tsan" tsan tests/unit; } || failed=1
+		{ sanitizer_build asan address,undefined && run_suites "$BUILD_DIR-asan" asan "${user_suites[@]}"; } || failed=1
+		{ sanitizer_build tsan thread && run_suites "$BUILD_DIR-tsan" tsan "${user_suites[@]}"; } || failed=1
 	fi
 	say "total: $(scripts/count-tests.sh "$BUILD_DIR" "$BUILD_DIR-asan" "$BUILD_DIR-tsan")"
 	return $failed

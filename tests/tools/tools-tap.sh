@@ -1,6 +1,6 @@
 # Shared by the tools' shell suites (sourced): TAP output and the programs under test.
 # top_builddir/top_srcdir come from the test environment (Makefile.am); the defaults let a
-# suite run by hand from tests/unit of the build tree.
+# suite run by hand from tests/tools of the build tree.
 : "${top_builddir:=$(cd ../.. && pwd)}"
 : "${top_srcdir:=$top_builddir}"
 DMABENCH=$top_builddir/tools/dmabench

@@ -2,7 +2,7 @@
 # dmabench end to end (TAP): usage errors, the files and their schema, GPU modes where there
 # is no GPU, data verification of every board mode on the virtual board, and the fitted
 # bandwidth against the link preset's documented rate.
-. "${top_srcdir:-../..}/tests/unit/tools-tap.sh"
+. "${top_srcdir:-../..}/tests/tools/tools-tap.sh"
 
 # ---- usage
 run "$DMABENCH" --help

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The mprace CLI on the virtual board (TAP): outputs parsed and checked, data compared byte for
 # byte, bad arguments -> usage message and status 2.
-. "${top_srcdir:-../..}/tests/unit/tools-tap.sh"
+. "${top_srcdir:-../..}/tests/tools/tools-tap.sh"
 M() { "$MPRACE" -d emu: "$@"; }
 
 # ---- help and usage errors

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The options table of docs/virtual-board.md is generated from the one table the virtual
 # board's parser uses (vboard/src/emu_options.c): this test fails when they differ (TAP).
-#   tests/unit/vboard-options.sh --update   rewrites the docs' table (from the build tree)
+#   tests/vboard/vboard-options.sh --update   rewrites the docs' table (from the build tree)
 doc="${top_srcdir:-../..}/docs/virtual-board.md"
 gen=./vboard_options_table
 want=$(mktemp)
@@ -21,6 +21,6 @@ echo "1..1"
 if cmp -s "$want" "$have"; then
 	echo "ok 1 - docs/virtual-board.md: the options table is the parser's"
 else
-	echo "not ok 1 - docs/virtual-board.md: the options table differs from the parser's (run tests/unit/vboard-options.sh --update in build/tests/unit)"
+	echo "not ok 1 - docs/virtual-board.md: the options table differs from the parser's (run tests/vboard/vboard-options.sh --update in build/tests/vboard)"
 	diff "$have" "$want" | sed 's/^/# /' | head -n 20
 fi

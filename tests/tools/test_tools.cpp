@@ -3,7 +3,7 @@
 // dmabench's arithmetic and file formats, without a board: the latency/bandwidth fit on
 // synthetic data with known parameters, the size sweep and size parsing, mode names, the
 // reference efficiencies, and the CSV/JSON outputs compared byte for byte with golden files
-// (tests/unit/tools-golden/), so that any change of the documented schema fails here.
+// (tests/tools/tools-golden/), so that any change of the documented schema fails here.
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -58,12 +58,12 @@ std::string slurp(const std::string &path)
 	return ss.str();
 }
 
-// Compares with tests/unit/tools-golden/NAME; on a difference the output is left in
+// Compares with tests/tools/tools-golden/NAME; on a difference the output is left in
 // NAME.actual (build directory) for diff.
 void check_golden(const std::string &out, const char *name)
 {
 	const char *top = std::getenv("top_srcdir");
-	std::string want = slurp(std::string(top ? top : "../..") + "/tests/unit/tools-golden/" + name);
+	std::string want = slurp(std::string(top ? top : "../..") + "/tests/tools/tools-golden/" + name);
 	if (out != want) {
 		std::ofstream(std::string(name) + ".actual") << out;
 		ck_abort_msg("%s differs from tools-golden/%s (see %s.actual)", name, name, name);

@@ -1,3 +1,3 @@
 #!/bin/sh
 # The include graph and the simulator-free libraries of docs/architecture.md (layering.py).
-exec "${PYTHON:-python3}" "$top_srcdir/tests/unit/layering.py" "$top_srcdir" "$top_builddir"
+exec "${PYTHON:-python3}" "$top_srcdir/tests/pcidriver/layering.py" "$top_srcdir" "$top_builddir"
