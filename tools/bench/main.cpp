@@ -360,7 +360,9 @@ int measure(const Config &cfg, Env &env, Run &run, std::vector<std::string> &fai
 			exit_code = EXIT_FAILED;
 			continue;
 		}
-		if (mr.points.empty() && !stop_requested()) {
+		if (mr.points.empty()) {
+			if (stop_requested())
+				break;   // interrupted before its first size: nothing to report
 			progress.message(strprintf("dmabench: %s skipped: %s", name.c_str(), no_points.c_str()));
 			run.skipped.push_back({name, no_points});
 			continue;
