@@ -21,14 +21,21 @@ static int matches(const void *p, size_t len, uint32_t seed)
 	return mp_pattern_find_mismatch(p, len, 0, seed) < 0;
 }
 
-START_TEST(test_board)
+/* A board on the virtual board, with its identity read. */
+static mp_board *open_board(void)
 {
 	mp_board *b = NULL;
-	struct mp_board_info info;
-	uint32_t v = 0;
 
 	ck_assert_int_eq(mp_board_open("emu:", 0, &b), 0);
 	ck_assert_ptr_nonnull(b);
+	return b;
+}
+
+START_TEST(test_identify)
+{
+	mp_board *b = open_board();
+	struct mp_board_info info;
+
 	ck_assert_int_eq(mp_board_identify(b, &info), 0);
 	ck_assert_uint_eq(info.magic, MP_ENGINE_MAGIC);
 	ck_assert_uint_eq(info.version_major, MP_ENGINE_VERSION_MAJOR);
@@ -39,6 +46,16 @@ START_TEST(test_board)
 	ck_assert_uint_ge(info.max_payload, 128);
 	ck_assert_uint_ge(info.bar_size[0], MP_ENGINE_BAR0_SIZE);
 	ck_assert_ptr_nonnull(mp_board_device(b));
+	ck_assert_int_eq(mp_board_close(b), 0);
+	ck_assert_int_eq(mp_board_close(NULL), 0);
+}
+END_TEST
+
+START_TEST(test_registers)
+{
+	mp_board *b = open_board();
+	uint32_t v = 0;
+
 	ck_assert_int_eq(mp_reg_write(b, MP_REG_SCRATCH, 0xc0ffee), 0);
 	ck_assert_int_eq(mp_reg_read(b, MP_REG_SCRATCH, &v), 0);
 	ck_assert_uint_eq(v, 0xc0ffee);
@@ -50,8 +67,13 @@ START_TEST(test_board)
 	ck_assert_int_eq(mp_board_reset(b), 0);
 	ck_assert_int_eq(mp_test_routing(b, MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER), 0);
 	ck_assert_int_eq(mp_test_routing(b, 7, MP_H2C_SINK_CHECKER), -EINVAL);
-	ck_assert_int_eq(mp_board_close(b), 0);
-	ck_assert_int_eq(mp_board_close(NULL), 0);
+	mp_board_close(b);
+}
+END_TEST
+
+START_TEST(test_open_variants)
+{
+	mp_board *b = NULL;
 
 	ck_assert_int_eq(mp_board_open("emu:nonsense=1", 0, &b), -EINVAL);
 	ck_assert_ptr_null(b);
@@ -59,6 +81,11 @@ START_TEST(test_board)
 	ck_assert_int_eq(mp_board_open(NULL, 0, NULL), -EINVAL);
 	ck_assert_int_eq(mp_board_open(NULL, 0, &b), 0); /* $PCIDRIVER_DEVICE = emu: */
 	mp_board_close(b);
+}
+END_TEST
+
+START_TEST(test_errno_texts)
+{
 	ck_assert_str_ne(mp_strerror(-EAGAIN), "");
 	ck_assert_int_eq(mp_errno_from_engine_error(MP_ERR_BUS_ERROR), EIO);
 	ck_assert_int_eq(mp_errno_from_engine_error(MP_ERR_ABORTED), ECANCELED);
@@ -138,69 +165,117 @@ START_TEST(test_misuse)
 }
 END_TEST
 
-START_TEST(test_transfers)
-{
+/* The fixture of the transfer tests: a board with its engine (polling, or interrupts for
+ * loop index 1) and an 8-slot ring, a 1 MiB kmem buffer and a user buffer over 1 MiB - 8 of
+ * mmap'd memory at a 8-byte offset; pattern generator -> C2H, H2C -> checker. */
+struct rig {
 	mp_board *b;
 	mp_engine *e;
 	mp_buffer *kbuf, *ubuf;
-	mp_transfer *t, *ts[64];
-	struct mp_engine_options o;
-	struct mp_transfer_result res;
-	struct mp_dma_request reqs[64];
-	uint32_t words, errors;
-	uint64_t bytes = 0;
-	size_t n;
 	void *mem;
+};
 
-	ck_assert_int_eq(mp_board_open("emu:link=ideal", 0, &b), 0);
+static void rig_open(struct rig *r, int irq)
+{
+	struct mp_engine_options o;
+
+	ck_assert_int_eq(mp_board_open("emu:link=ideal", 0, &r->b), 0);
 	mp_engine_options_init(&o);
 	o.ring_entries = 8;
-	o.flags = _i ? MP_ENGINE_IRQ : 0;
-	ck_assert_int_eq(mp_engine_open(b, &o, &e), 0);
-	{
-		mp_engine *second = NULL;
-		ck_assert_int_eq(mp_engine_open(b, &o, &second), -EBUSY);
-		ck_assert_ptr_null(second);
-	}
-	ck_assert_int_eq(mp_buffer_alloc(b, 1 << 20, &kbuf), 0);
-	ck_assert_int_eq(mp_buffer_kind(kbuf), MP_BUFFER_KERNEL);
-	ck_assert_uint_eq(mp_buffer_segment_count(kbuf), 1);
-	mem = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ck_assert_ptr_ne(mem, MAP_FAILED);
-	ck_assert_int_eq(mp_buffer_wrap(b, (char *)mem + 8, (1 << 20) - 8, PD_DMA_BIDIRECTIONAL, &ubuf), 0);
-	ck_assert_int_eq(mp_buffer_kind(ubuf), MP_BUFFER_USER);
-	ck_assert_ptr_eq(mp_buffer_ptr(ubuf), (char *)mem + 8);
-	ck_assert_uint_eq(mp_buffer_size(ubuf), (1 << 20) - 8);
-	n = mp_buffer_segment_count(ubuf);
-	ck_assert_uint_ge(n, 1);
-	{
-		struct pd_sg_entry sg[300];
-		uint64_t total = 0;
-		int k = mp_buffer_segments(ubuf, sg, 300);
-		ck_assert_int_eq(k, (int)(n < 300 ? n : 300));
-		for (int i = 0; i < k; i++)
-			total += sg[i].length;
-		if (n <= 300)
-			ck_assert_uint_eq(total, (1 << 20) - 8);
-	}
+	o.flags = irq ? MP_ENGINE_IRQ : 0;
+	ck_assert_int_eq(mp_engine_open(r->b, &o, &r->e), 0);
+	ck_assert_int_eq(mp_buffer_alloc(r->b, 1 << 20, &r->kbuf), 0);
+	r->mem = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(r->mem, MAP_FAILED);
+	ck_assert_int_eq(mp_buffer_wrap(r->b, (char *)r->mem + 8, (1 << 20) - 8, PD_DMA_BIDIRECTIONAL,
+					&r->ubuf), 0);
+	ck_assert_int_eq(mp_test_routing(r->b, MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER), 0);
+}
 
-	/* blocking C2H against the pattern generator, H2C against the checker */
-	ck_assert_int_eq(mp_test_routing(b, MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER), 0);
-	ck_assert_int_eq(mp_patgen_seed(b, 1234), 0);
-	ck_assert_int_eq(mp_dma_read(e, ubuf, 4, 65536, &bytes), 0);
+static void rig_close(struct rig *r)
+{
+	ck_assert_int_eq(mp_engine_close(r->e), 0);
+	ck_assert_int_eq(mp_buffer_free(r->ubuf), 0);
+	ck_assert_int_eq(mp_buffer_free(r->kbuf), 0);
+	ck_assert_int_eq(mp_board_close(r->b), 0);
+	munmap(r->mem, 1 << 20);
+}
+
+START_TEST(test_one_engine_per_board)
+{
+	struct rig r;
+	struct mp_engine_options o;
+	mp_engine *second = NULL;
+
+	rig_open(&r, _i);
+	mp_engine_options_init(&o);
+	ck_assert_int_eq(mp_engine_open(r.b, &o, &second), -EBUSY);
+	ck_assert_ptr_null(second);
+	rig_close(&r);
+}
+END_TEST
+
+START_TEST(test_buffer_kinds_and_segments)
+{
+	struct rig r;
+	struct pd_sg_entry sg[300];
+	uint64_t total = 0;
+	size_t n;
+	int k;
+
+	rig_open(&r, _i);
+	ck_assert_int_eq(mp_buffer_kind(r.kbuf), MP_BUFFER_KERNEL);
+	ck_assert_uint_eq(mp_buffer_segment_count(r.kbuf), 1);
+	ck_assert_int_eq(mp_buffer_kind(r.ubuf), MP_BUFFER_USER);
+	ck_assert_ptr_eq(mp_buffer_ptr(r.ubuf), (char *)r.mem + 8);
+	ck_assert_uint_eq(mp_buffer_size(r.ubuf), (1 << 20) - 8);
+	n = mp_buffer_segment_count(r.ubuf);
+	ck_assert_uint_ge(n, 1);
+	k = mp_buffer_segments(r.ubuf, sg, 300);
+	ck_assert_int_eq(k, (int)(n < 300 ? n : 300));
+	for (int i = 0; i < k; i++)
+		total += sg[i].length;
+	if (n <= 300)
+		ck_assert_uint_eq(total, (1 << 20) - 8);
+	rig_close(&r);
+}
+END_TEST
+
+/* Blocking C2H against the pattern generator, H2C against the checker. */
+START_TEST(test_blocking_read_write)
+{
+	struct rig r;
+	uint32_t words, errors;
+	uint64_t bytes = 0;
+
+	rig_open(&r, _i);
+	ck_assert_int_eq(mp_patgen_seed(r.b, 1234), 0);
+	ck_assert_int_eq(mp_dma_read(r.e, r.ubuf, 4, 65536, &bytes), 0);
 	ck_assert_uint_eq(bytes, 65536);
-	ck_assert_int_eq(mp_buffer_sync(ubuf, PD_SYNC_FOR_CPU), 0);
-	ck_assert(matches((char *)mem + 12, 65536, 1234));
-	fill(mp_buffer_ptr(kbuf), 1 << 20, 99);
-	ck_assert_int_eq(mp_checker_reset(b, 99), 0);
-	ck_assert_int_eq(mp_dma_write(e, kbuf, 0, 1 << 20, MP_DMA_EOP, NULL), 0);
-	ck_assert_int_eq(mp_checker_read(b, &words, &errors), 0);
+	ck_assert_int_eq(mp_buffer_sync(r.ubuf, PD_SYNC_FOR_CPU), 0);
+	ck_assert(matches((char *)r.mem + 12, 65536, 1234));
+	fill(mp_buffer_ptr(r.kbuf), 1 << 20, 99);
+	ck_assert_int_eq(mp_checker_reset(r.b, 99), 0);
+	ck_assert_int_eq(mp_dma_write(r.e, r.kbuf, 0, 1 << 20, MP_DMA_EOP, NULL), 0);
+	ck_assert_int_eq(mp_checker_read(r.b, &words, &errors), 0);
 	ck_assert_uint_eq(words, (1 << 20) / 4);
 	ck_assert_uint_eq(errors, 0);
+	rig_close(&r);
+}
+END_TEST
 
-	/* asynchronous, and a batch of 64 through the 8-slot ring */
-	ck_assert_int_eq(mp_patgen_seed(b, 0), 0);
-	ck_assert_int_eq(mp_dma_submit(e, MP_CH_C2H, kbuf, 0, 4096, 0, &t), 0);
+/* Asynchronous, and a batch of 64 through the 8-slot ring. */
+START_TEST(test_async_and_batch)
+{
+	struct rig r;
+	mp_transfer *t, *ts[64];
+	struct mp_transfer_result res;
+	struct mp_dma_request reqs[64];
+	size_t n;
+
+	rig_open(&r, _i);
+	ck_assert_int_eq(mp_patgen_seed(r.b, 0), 0);
+	ck_assert_int_eq(mp_dma_submit(r.e, MP_CH_C2H, r.kbuf, 0, 4096, 0, &t), 0);
 	ck_assert_int_eq(mp_transfer_wait(t, MP_WAIT_FOREVER), 0);
 	ck_assert_int_eq(mp_transfer_result(t, &res), 0);
 	ck_assert_uint_eq(res.done, 1);
@@ -209,69 +284,111 @@ START_TEST(test_transfers)
 	ck_assert_int_eq(mp_transfer_abort(t), 1); /* already finished */
 	mp_transfer_release(t);
 	for (int i = 0; i < 64; i++) {
-		reqs[i].buf = kbuf;
+		reqs[i].buf = r.kbuf;
 		reqs[i].offset = 4096 + (uint64_t)i * 4096;
 		reqs[i].length = 4096;
 		reqs[i].flags = 0;
 		reqs[i].reserved = 0;
 	}
-	ck_assert_int_eq(mp_dma_submitv(e, MP_CH_C2H, reqs, 64, ts), 0);
+	ck_assert_int_eq(mp_dma_submitv(r.e, MP_CH_C2H, reqs, 64, ts), 0);
 	for (int i = 0; i < 64; i++) {
 		ck_assert_int_eq(mp_transfer_wait(ts[i], 10000), 0);
 		mp_transfer_release(ts[i]);
 	}
-	ck_assert(matches(mp_buffer_ptr(kbuf), 65 * 4096, 0));
-	ck_assert_int_eq(mp_engine_outstanding(e, MP_CH_C2H, &n), 0);
+	ck_assert(matches(mp_buffer_ptr(r.kbuf), 65 * 4096, 0));
+	ck_assert_int_eq(mp_engine_outstanding(r.e, MP_CH_C2H, &n), 0);
 	ck_assert_uint_eq(n, 0);
-	ck_assert_int_eq(mp_engine_poll(e, MP_CH_C2H), 0);
-
-	/* misuse */
-	ck_assert_int_eq(mp_dma_submit(e, MP_CH_C2H, kbuf, 0, 0, 0, &t), -EINVAL);
-	ck_assert_int_eq(mp_dma_submit(e, MP_CH_C2H, kbuf, 2, 4, 0, &t), -EINVAL);
-	ck_assert_int_eq(mp_dma_submit(e, MP_CH_C2H, kbuf, 0, 5, 0, &t), -EINVAL);
-	ck_assert_int_eq(mp_dma_submit(e, MP_CH_C2H, kbuf, 1 << 20, 4, 0, &t), -ERANGE);
-	ck_assert_int_eq(mp_dma_submit(e, 2, kbuf, 0, 4, 0, &t), -EINVAL);
-	ck_assert_int_eq(mp_dma_submit(e, MP_CH_C2H, NULL, 0, 4, 0, &t), -EINVAL);
-	ck_assert_int_eq(mp_dma_read(e, kbuf, 0, (1 << 20) + 4, NULL), -ERANGE);
+	ck_assert_int_eq(mp_engine_poll(r.e, MP_CH_C2H), 0);
+	/* one bad request in a batch: none is submitted */
 	reqs[5].length = 0;
-	ck_assert_int_eq(mp_dma_submitv(e, MP_CH_C2H, reqs, 64, ts), -EINVAL);
-	ck_assert_int_eq(mp_engine_abort(e, 5), -EINVAL);
-	ck_assert_int_eq(mp_transfer_wait(NULL, 0), -EINVAL);
+	ck_assert_int_eq(mp_dma_submitv(r.e, MP_CH_C2H, reqs, 64, ts), -EINVAL);
+	ck_assert_int_eq(mp_engine_outstanding(r.e, MP_CH_C2H, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	rig_close(&r);
+}
+END_TEST
 
-	/* a buffer in use cannot be freed; abort, then free */
-	ck_assert_int_eq(mp_engine_set_wait_timeout(e, 100), 0);
-	ck_assert_int_eq(mp_test_routing(b, MP_C2H_SOURCE_USER, MP_H2C_SINK_CHECKER), 0);
-	ck_assert_int_eq(mp_dma_submit(e, MP_CH_C2H, ubuf, 0, 4096, 0, &t), 0);
+START_TEST(test_argument_errors)
+{
+	struct rig r;
+	mp_transfer *t;
+
+	rig_open(&r, _i);
+	ck_assert_int_eq(mp_dma_submit(r.e, MP_CH_C2H, r.kbuf, 0, 0, 0, &t), -EINVAL);
+	ck_assert_int_eq(mp_dma_submit(r.e, MP_CH_C2H, r.kbuf, 2, 4, 0, &t), -EINVAL);
+	ck_assert_int_eq(mp_dma_submit(r.e, MP_CH_C2H, r.kbuf, 0, 5, 0, &t), -EINVAL);
+	ck_assert_int_eq(mp_dma_submit(r.e, MP_CH_C2H, r.kbuf, 1 << 20, 4, 0, &t), -ERANGE);
+	ck_assert_int_eq(mp_dma_submit(r.e, 2, r.kbuf, 0, 4, 0, &t), -EINVAL);
+	ck_assert_int_eq(mp_dma_submit(r.e, MP_CH_C2H, NULL, 0, 4, 0, &t), -EINVAL);
+	ck_assert_int_eq(mp_dma_read(r.e, r.kbuf, 0, (1 << 20) + 4, NULL), -ERANGE);
+	ck_assert_int_eq(mp_engine_abort(r.e, 5), -EINVAL);
+	ck_assert_int_eq(mp_transfer_wait(NULL, 0), -EINVAL);
+	rig_close(&r);
+}
+END_TEST
+
+/* A buffer in use cannot be freed; abort it, then free it. */
+START_TEST(test_busy_buffer)
+{
+	struct rig r;
+	mp_transfer *t;
+	struct mp_transfer_result res;
+
+	rig_open(&r, _i);
+	ck_assert_int_eq(mp_test_routing(r.b, MP_C2H_SOURCE_USER, MP_H2C_SINK_CHECKER), 0);
+	ck_assert_int_eq(mp_dma_submit(r.e, MP_CH_C2H, r.ubuf, 0, 4096, 0, &t), 0);
 	ck_assert_int_eq(mp_transfer_wait(t, 10), -EAGAIN);
-	ck_assert_uint_eq(mp_buffer_active(ubuf), 1);
-	ck_assert_int_eq(mp_buffer_free(ubuf), -EBUSY);
-	ck_assert_int_eq(mp_buffer_abort(ubuf), 1);
+	ck_assert_uint_eq(mp_buffer_active(r.ubuf), 1);
+	ck_assert_int_eq(mp_buffer_free(r.ubuf), -EBUSY);
+	ck_assert_int_eq(mp_buffer_abort(r.ubuf), 1);
 	ck_assert_int_eq(mp_transfer_wait(t, 0), -ECANCELED);
 	ck_assert_int_eq(mp_transfer_result(t, &res), 0);
 	ck_assert_int_eq(res.error, -ECANCELED);
 	ck_assert_uint_eq(res.engine_error, MP_ERR_ABORTED);
 	mp_transfer_release(t);
-	ck_assert_int_eq(mp_buffer_free(ubuf), 0);
-	munmap(mem, 1 << 20);
-	/* the blocking call's wait timeout */
-	ck_assert_int_eq(mp_dma_read(e, kbuf, 0, 4096, NULL), -ETIMEDOUT);
-	/* an address nobody mapped */
-	ck_assert_int_eq(mp_dma_submit_raw(e, MP_CH_H2C, 0xbad000000ull, 4096, 0, &t), 0);
+	rig_close(&r);
+}
+END_TEST
+
+/* The blocking call's wait timeout, and an address nobody mapped. */
+START_TEST(test_timeout_and_bus_error)
+{
+	struct rig r;
+	mp_transfer *t;
+
+	rig_open(&r, _i);
+	ck_assert_int_eq(mp_engine_set_wait_timeout(r.e, 100), 0);
+	ck_assert_int_eq(mp_test_routing(r.b, MP_C2H_SOURCE_USER, MP_H2C_SINK_CHECKER), 0);
+	ck_assert_int_eq(mp_dma_read(r.e, r.kbuf, 0, 4096, NULL), -ETIMEDOUT);
+	ck_assert_int_eq(mp_dma_submit_raw(r.e, MP_CH_H2C, 0xbad000000ull, 4096, 0, &t), 0);
 	ck_assert_int_eq(mp_transfer_wait(t, 10000), -EIO);
 	mp_transfer_release(t);
-	ck_assert_int_eq(mp_engine_abort(e, MP_CH_C2H), 0);
+	ck_assert_int_eq(mp_engine_abort(r.e, MP_CH_C2H), 0);
+	rig_close(&r);
+}
+END_TEST
 
-	/* closing the board first: the engine and buffers refuse, then are freed */
-	ck_assert_int_eq(mp_dma_submit(e, MP_CH_C2H, kbuf, 0, 4096, 0, &t), 0);
-	ck_assert_int_eq(mp_board_close(b), 0);
+/* Closing the board first: its transfers end ECANCELED, the engine and buffers refuse with
+ * ENODEV, and then are freed. */
+START_TEST(test_board_closed_first)
+{
+	struct rig r;
+	mp_transfer *t;
+
+	rig_open(&r, _i);
+	ck_assert_int_eq(mp_test_routing(r.b, MP_C2H_SOURCE_USER, MP_H2C_SINK_CHECKER), 0);
+	ck_assert_int_eq(mp_dma_submit(r.e, MP_CH_C2H, r.kbuf, 0, 4096, 0, &t), 0);
+	ck_assert_int_eq(mp_board_close(r.b), 0);
 	ck_assert_int_eq(mp_transfer_wait(t, 0), -ECANCELED);
 	mp_transfer_release(t);
-	ck_assert_int_eq(mp_dma_read(e, kbuf, 0, 4096, NULL), -ENODEV);
-	ck_assert_int_eq(mp_engine_abort(e, MP_CH_C2H), -ENODEV);
-	ck_assert_int_eq(mp_buffer_free(kbuf), 0);
-	ck_assert_int_eq(mp_engine_close(e), 0);
+	ck_assert_int_eq(mp_dma_read(r.e, r.kbuf, 0, 4096, NULL), -ENODEV);
+	ck_assert_int_eq(mp_engine_abort(r.e, MP_CH_C2H), -ENODEV);
+	ck_assert_int_eq(mp_buffer_free(r.kbuf), 0);
+	ck_assert_int_eq(mp_buffer_free(r.ubuf), 0);
+	ck_assert_int_eq(mp_engine_close(r.e), 0);
 	ck_assert_int_eq(mp_engine_close(NULL), 0);
 	ck_assert_int_eq(mp_buffer_free(NULL), 0);
+	munmap(r.mem, 1 << 20);
 }
 END_TEST
 
@@ -280,10 +397,21 @@ Suite *test_suite(void)
 	Suite *s = suite_create("mprace_capi");
 	TCase *tc = tcase_create("capi");
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, test_board);
+	tcase_add_test(tc, test_identify);
+	tcase_add_test(tc, test_registers);
+	tcase_add_test(tc, test_open_variants);
+	tcase_add_test(tc, test_errno_texts);
 	tcase_add_test(tc, test_open_errors);
 	tcase_add_test(tc, test_misuse);
-	tcase_add_loop_test(tc, test_transfers, 0, 2);
+	/* 0: polling, 1: interrupts */
+	tcase_add_loop_test(tc, test_one_engine_per_board, 0, 2);
+	tcase_add_loop_test(tc, test_buffer_kinds_and_segments, 0, 2);
+	tcase_add_loop_test(tc, test_blocking_read_write, 0, 2);
+	tcase_add_loop_test(tc, test_async_and_batch, 0, 2);
+	tcase_add_loop_test(tc, test_argument_errors, 0, 2);
+	tcase_add_loop_test(tc, test_busy_buffer, 0, 2);
+	tcase_add_loop_test(tc, test_timeout_and_bus_error, 0, 2);
+	tcase_add_loop_test(tc, test_board_closed_first, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
