@@ -212,7 +212,7 @@ TransferResult Transfer::result()
 	detail::TransferState *t = need(st_);
 	TransferResult r;
 	if (!t->ch->eng->isDone(t)) {
-		std::lock_guard<std::mutex> lk(t->ch->mu);
+		std::lock_guard<detail::OwnedMutex> lk(t->ch->mu);
 		r.bytes = t->bytes;
 		r.endOfPacket = t->eop;
 		r.done = t->finished.load(std::memory_order_relaxed);
@@ -259,7 +259,7 @@ DMAEngine::DMAEngine(Board &board, const EngineOptions &options)
 	if (b.engine)
 		throw Error(EBUSY, "mprace::DMAEngine: the board already has an open DMAEngine");
 	for (auto &c : s->ch) {
-		std::lock_guard<std::mutex> cl(c->mu);
+		std::lock_guard<detail::OwnedMutex> cl(c->mu);
 		s->setupChannel(*c);
 	}
 	detail::setupInterrupts(*s);
@@ -329,7 +329,7 @@ void DMAEngine::abort(Channel channel)
 {
 	detail::EngineState &e = need(s_);
 	detail::ChannelState &c = e.chan(channel);
-	std::lock_guard<std::mutex> lk(c.mu);
+	std::lock_guard<detail::OwnedMutex> lk(c.mu);
 	if (e.closed.load())
 		throw Error(ENODEV, "mprace::DMAEngine: the engine is closed");
 	e.stopAndCancel(c);
@@ -340,7 +340,7 @@ std::size_t DMAEngine::poll(Channel channel)
 {
 	detail::EngineState &e = need(s_);
 	detail::ChannelState &c = e.chan(channel);
-	std::lock_guard<std::mutex> lk(c.mu);
+	std::lock_guard<detail::OwnedMutex> lk(c.mu);
 	if (e.closed.load())
 		throw Error(ENODEV, "mprace::DMAEngine::poll: the board or the engine was closed");
 	return e.reap(c);
@@ -350,7 +350,7 @@ std::size_t DMAEngine::outstanding(Channel channel) const
 {
 	detail::EngineState &e = need(s_);
 	detail::ChannelState &c = e.chan(channel);
-	std::lock_guard<std::mutex> lk(c.mu);
+	std::lock_guard<detail::OwnedMutex> lk(c.mu);
 	return c.outstanding;
 }
 
@@ -358,7 +358,7 @@ void DMAEngine::setStallTimeout(std::uint32_t us)
 {
 	detail::EngineState &e = need(s_);
 	for (auto &c : e.ch) {
-		std::lock_guard<std::mutex> lk(c->mu);
+		std::lock_guard<detail::OwnedMutex> lk(c->mu);
 		if (e.closed.load())
 			throw Error(ENODEV, "mprace::DMAEngine: the engine is closed");
 		e.stall_us.store(us);
@@ -385,7 +385,7 @@ ChannelStatus DMAEngine::status(Channel channel) const
 {
 	detail::EngineState &e = need(s_);
 	detail::ChannelState &c = e.chan(channel);
-	std::lock_guard<std::mutex> lk(c.mu); // BYTES_LO latches BYTES_HI
+	std::lock_guard<detail::OwnedMutex> lk(c.mu); // BYTES_LO latches BYTES_HI
 	ChannelStatus s;
 	std::uint32_t st = c.rd(MP_CHREG_STATUS);
 	s.state = MP_FIELD_GET(st, MP_CHREG_STATUS_STATE);

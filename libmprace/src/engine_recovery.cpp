@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
-// Recovery and shutdown (channel lock held unless a function says otherwise): the checks of a
+// Recovery and shutdown (channel lock held, asserted, unless a function says otherwise): the checks of a
 // channel that stopped making progress, RESET and the rewrite of what must still run, aborts
 // of single transfers or of every transfer of a buffer, global reset, test routing and
 // shutdown (docs/dma-engine.md sections 5-7).
@@ -23,6 +23,7 @@ bool EngineState::waitState(ChannelState &c, unsigned int state, std::chrono::mi
 
 void EngineState::resetChannel(ChannelState &c)
 {
+	MPRACE_ASSERT_HELD(c.mu);
 	c.wr(MP_CHREG_CONTROL, MP_CHREG_CONTROL_RESET_MASK);
 	// BUSY stays set until read completions still on their way have arrived or timed out;
 	// only then may memory they would have landed in be reused (and the rings rewritten).
@@ -47,12 +48,14 @@ void EngineState::resetChannel(ChannelState &c)
 
 void EngineState::setupChannel(ChannelState &c)
 {
+	MPRACE_ASSERT_HELD(c.mu);
 	resetChannel(c);
 	c.wr(MP_CHREG_CONTROL, MP_CHREG_CONTROL_RUN_MASK);
 }
 
 void EngineState::recover(ChannelState &c)
 {
+	MPRACE_ASSERT_HELD(c.mu);
 	// The engine writes the failed record and enters ERROR; the reset must come after both.
 	std::uint32_t st = c.rd(MP_CHREG_STATUS);
 	if (stateOf(st) == MP_STATE_RUNNING && c.head.load(std::memory_order_relaxed) != c.tail) {
@@ -120,6 +123,7 @@ void EngineState::recover(ChannelState &c)
 
 void EngineState::checkChannel(ChannelState &c)
 {
+	MPRACE_ASSERT_HELD(c.mu);
 	if (c.head.load(std::memory_order_relaxed) == c.tail && !c.qhead)
 		return;
 	std::uint32_t st = c.rd(MP_CHREG_STATUS);
@@ -138,6 +142,7 @@ void EngineState::checkChannel(ChannelState &c)
 
 void EngineState::linkLost(ChannelState &c)
 {
+	MPRACE_ASSERT_HELD(c.mu);
 	lost.store(true);
 	for (std::uint32_t h = c.head.load(std::memory_order_relaxed); h != c.tail; ++h) {
 		TransferState *t = ownerOf(c.ring.at(h));
@@ -157,6 +162,7 @@ void EngineState::linkLost(ChannelState &c)
 std::size_t EngineState::abortWhere(ChannelState &c, bool (*pred)(TransferState *, const void *),
 				    const void *arg)
 {
+	MPRACE_ASSERT_HELD(c.mu);
 	reap(c);
 	std::size_t before = c.cancelled;
 	bool marked = false, in_ring = false;
@@ -188,6 +194,7 @@ std::size_t EngineState::abortWhere(ChannelState &c, bool (*pred)(TransferState 
 
 void EngineState::stopAndCancel(ChannelState &c)
 {
+	MPRACE_ASSERT_HELD(c.mu);
 	if (c.head.load(std::memory_order_relaxed) != c.tail) {
 		c.wr(MP_CHREG_CONTROL, MP_CHREG_CONTROL_ABORT_MASK);
 		waitState(c, MP_STATE_ERROR, std::chrono::seconds(1));
@@ -227,7 +234,7 @@ bool usesBuffer(TransferState *t, const void *arg) { return t->buf == arg; }
 bool EngineState::abortOne(TransferState *t, int err)
 {
 	ChannelState &c = *t->ch;
-	std::lock_guard<std::mutex> lk(c.mu);
+	std::lock_guard<OwnedMutex> lk(c.mu);
 	if (t->finished.load(std::memory_order_relaxed))
 		return false;
 	t->abort_err = err;
@@ -242,7 +249,7 @@ void EngineState::release(TransferState *t) noexcept
 	std::shared_ptr<EngineState> keep;
 	{
 		ChannelState &c = *t->ch;
-		std::lock_guard<std::mutex> lk(c.mu);
+		std::lock_guard<OwnedMutex> lk(c.mu);
 		t->held = false;
 		keep = std::move(t->keep);
 		if (t->finished.load(std::memory_order_relaxed))
@@ -255,7 +262,7 @@ std::size_t EngineState::abortBufferLocked(BufferState *b)
 {
 	std::size_t n = 0;
 	for (auto &c : ch) {
-		std::lock_guard<std::mutex> lk(c->mu);
+		std::lock_guard<OwnedMutex> lk(c->mu);
 		n += abortWhere(*c, usesBuffer, b);
 	}
 	return n;
@@ -277,8 +284,8 @@ void setupInterrupts(EngineState &e)
 
 void EngineState::globalResetLocked()
 {
-	std::lock_guard<std::mutex> l0(ch[0]->mu);
-	std::lock_guard<std::mutex> l1(ch[1]->mu);
+	std::lock_guard<OwnedMutex> l0(ch[0]->mu);
+	std::lock_guard<OwnedMutex> l1(ch[1]->mu);
 	if (closed.load())
 		throw Error(ENODEV, "mprace::DMAEngine: the engine is closed");
 	for (auto &c : ch)
@@ -294,8 +301,8 @@ void EngineState::globalResetLocked()
 
 void EngineState::setRoutingLocked(std::uint32_t test_control)
 {
-	std::lock_guard<std::mutex> l0(ch[0]->mu);
-	std::lock_guard<std::mutex> l1(ch[1]->mu);
+	std::lock_guard<OwnedMutex> l0(ch[0]->mu);
+	std::lock_guard<OwnedMutex> l1(ch[1]->mu);
 	if (closed.load())
 		throw Error(ENODEV, "mprace::DMAEngine: the engine is closed");
 	for (auto &c : ch)
@@ -321,7 +328,7 @@ void EngineState::shutdownLocked() noexcept
 	if (closed.exchange(true))
 		return;
 	for (auto &c : ch) {
-		std::lock_guard<std::mutex> lk(c->mu);
+		std::lock_guard<OwnedMutex> lk(c->mu);
 		stopAndCancel(*c); // leaves the channel reset and IDLE
 		c->cv.notify_all();
 	}

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
-// The ring of each channel (channel lock held throughout): the software queue, refill() that
+// The ring of each channel (channel lock held throughout, asserted on entry): the software queue, refill() that
 // moves queued descriptors into free slots with one TAIL write, reap() that consumes completion
 // records from host memory, and submission (docs/dma-engine.md section 4).
 #include "internal.hpp"
@@ -8,10 +8,11 @@
 namespace mprace {
 namespace detail {
 
-// ---- ring bookkeeping (channel lock held) ----
+// ---- ring bookkeeping (channel lock held: asserted) ----
 
 void EngineState::enqueue(ChannelState &c, TransferState *t)
 {
+	MPRACE_ASSERT_HELD(c.mu);
 	t->queued = true;
 	t->next = nullptr;
 	if (c.qtail)
@@ -23,6 +24,7 @@ void EngineState::enqueue(ChannelState &c, TransferState *t)
 
 void removeQueued(ChannelState &c, TransferState *t)
 {
+	MPRACE_ASSERT_HELD(c.mu);
 	TransferState *prev = nullptr;
 	for (TransferState *p = c.qhead; p; prev = p, p = p->next) {
 		if (p != t)
@@ -38,6 +40,7 @@ void removeQueued(ChannelState &c, TransferState *t)
 
 void EngineState::refill(ChannelState &c)
 {
+	MPRACE_ASSERT_HELD(c.mu);
 	const std::uint32_t size = c.ring.size();
 	std::uint32_t tail = c.tail;
 	const std::uint32_t start = tail;
@@ -97,6 +100,7 @@ void EngineState::refill(ChannelState &c)
 
 void EngineState::finish(ChannelState &c, TransferState *t, int err, unsigned int code)
 {
+	MPRACE_ASSERT_HELD(c.mu);
 	bool cancelled = err == ECANCELED;
 
 	t->err = cancelled ? t->abort_err : err;
@@ -118,6 +122,7 @@ void EngineState::finish(ChannelState &c, TransferState *t, int err, unsigned in
 
 void EngineState::fail(ChannelState &c, TransferState *t, unsigned int code)
 {
+	MPRACE_ASSERT_HELD(c.mu);
 	if (t->queued)
 		removeQueued(c, t);
 	int e = (code == MP_ERR_ABORTED) ? ECANCELED : errnoFromEngineError(code);
@@ -127,6 +132,7 @@ void EngineState::fail(ChannelState &c, TransferState *t, unsigned int code)
 // Cancels queued transfers marked for abort (those without descriptors in the ring).
 void EngineState::dropFromQueue(ChannelState &c)
 {
+	MPRACE_ASSERT_HELD(c.mu);
 	for (TransferState *t = c.qhead; t;) {
 		TransferState *n = t->next;
 		if (t->abort_req && !t->finished.load(std::memory_order_relaxed)) {
@@ -139,6 +145,7 @@ void EngineState::dropFromQueue(ChannelState &c)
 
 std::size_t EngineState::reapRecords(ChannelState &c, bool *failed)
 {
+	MPRACE_ASSERT_HELD(c.mu);
 	std::size_t n = 0;
 	std::uint32_t h = c.head.load(std::memory_order_relaxed);
 	*failed = false;
@@ -167,6 +174,7 @@ std::size_t EngineState::reapRecords(ChannelState &c, bool *failed)
 
 std::size_t EngineState::reap(ChannelState &c)
 {
+	MPRACE_ASSERT_HELD(c.mu);
 	bool failed = false;
 	std::size_t n = reapRecords(c, &failed);
 	if (failed) {
@@ -224,7 +232,7 @@ TransferState *EngineState::submitOne(Channel cid, BufferState *b, std::uint64_t
 {
 	checkArgs(cid, b, off, len, flags);
 	ChannelState &c = *ch[static_cast<unsigned int>(cid)];
-	std::lock_guard<std::mutex> lk(c.mu);
+	std::lock_guard<OwnedMutex> lk(c.mu);
 	if (closed.load(std::memory_order_relaxed))
 		throw Error(ENODEV, "mprace::DMAEngine: the engine is closed");
 	if (lost.load(std::memory_order_relaxed))
@@ -247,7 +255,7 @@ void EngineState::submitMany(Channel cid, const Request *reqs, std::size_t n,
 	if (n == 0)
 		return;
 	ChannelState &c = *ch[static_cast<unsigned int>(cid)];
-	std::lock_guard<std::mutex> lk(c.mu);
+	std::lock_guard<OwnedMutex> lk(c.mu);
 	if (closed.load(std::memory_order_relaxed))
 		throw Error(ENODEV, "mprace::DMAEngine: the engine is closed");
 	if (lost.load(std::memory_order_relaxed))
@@ -284,7 +292,7 @@ TransferState *EngineState::submitRaw(Channel cid, std::uint64_t bus, std::uint3
 				      std::uint32_t ctrl)
 {
 	ChannelState &c = chan(cid);
-	std::lock_guard<std::mutex> lk(c.mu);
+	std::lock_guard<OwnedMutex> lk(c.mu);
 	if (closed.load(std::memory_order_relaxed) || board->closed.load())
 		throw Error(ENODEV, "mprace::DMAEngine: the engine is closed");
 	if (lost.load(std::memory_order_relaxed))

@@ -62,7 +62,7 @@ void EngineState::serviceOther(const ChannelState &mine, bool check)
 	if (!check && !peek(o))
 		return;
 	// try_lock: if its lock is taken, someone is working on that channel already.
-	std::unique_lock<std::mutex> lk(o.mu, std::try_to_lock);
+	std::unique_lock<OwnedMutex> lk(o.mu, std::try_to_lock);
 	if (!lk)
 		return;
 	if (check)
@@ -84,7 +84,7 @@ bool EngineState::waitPolling(TransferState *t, Clock::time_point deadline, bool
 		auto now = Clock::now();
 		bool check = now - last_check > kHealthInterval;
 		if (ready || check) {
-			std::lock_guard<std::mutex> lk(c.mu);
+			std::lock_guard<OwnedMutex> lk(c.mu);
 			if (check)
 				checkChannel(c);
 			reap(c);
@@ -97,7 +97,7 @@ bool EngineState::waitPolling(TransferState *t, Clock::time_point deadline, bool
 		if (check)
 			last_check = now;
 		if (!forever && now >= deadline) {
-			std::lock_guard<std::mutex> lk(c.mu);
+			std::lock_guard<OwnedMutex> lk(c.mu);
 			reap(c);
 			return t->finished.load(std::memory_order_relaxed);
 		}
@@ -131,7 +131,7 @@ bool EngineState::waitIrq(TransferState *t, Clock::time_point deadline, bool for
 	ChannelState &c = *t->ch;
 	const unsigned int v = c.vector;
 	pd_device *dev = board->dev.handle();
-	std::unique_lock<std::mutex> lk(c.mu);
+	std::unique_lock<OwnedMutex> lk(c.mu);
 	for (;;) {
 		reap(c);
 		if (t->finished.load(std::memory_order_relaxed))
@@ -161,7 +161,7 @@ bool EngineState::waitIrq(TransferState *t, Clock::time_point deadline, bool for
 					serviceOther(c, rc <= 0);
 					continue;
 				}
-				std::lock_guard<std::mutex> ol(o->mu);
+				std::lock_guard<OwnedMutex> ol(o->mu);
 				reap(*o);
 				if (rc <= 0)
 					checkChannel(*o);
@@ -187,7 +187,7 @@ bool EngineState::isDone(TransferState *t)
 	if (t->finished.load(std::memory_order_acquire))
 		return true;
 	ChannelState &c = *t->ch;
-	std::lock_guard<std::mutex> lk(c.mu);
+	std::lock_guard<OwnedMutex> lk(c.mu);
 	reap(c);
 	return t->finished.load(std::memory_order_relaxed);
 }

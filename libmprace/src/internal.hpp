@@ -17,6 +17,7 @@
 #define MPRACE_SRC_INTERNAL_HPP
 
 #include <atomic>
+#include <cassert>
 #include <thread>
 #include <chrono>
 #include <condition_variable>
@@ -32,6 +33,40 @@
 
 namespace mprace {
 namespace detail {
+
+// A mutex that knows which thread holds it, so that a function that needs it held asserts
+// it (MPRACE_ASSERT_HELD) instead of saying so in a comment. Costs one relaxed store per
+// lock and unlock.
+class OwnedMutex {
+public:
+	void lock()
+	{
+		m_.lock();
+		owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+	}
+	bool try_lock()
+	{
+		if (!m_.try_lock())
+			return false;
+		owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+		return true;
+	}
+	void unlock()
+	{
+		owner_.store(std::thread::id(), std::memory_order_relaxed);
+		m_.unlock();
+	}
+	bool heldByMe() const noexcept
+	{
+		return owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+	}
+
+private:
+	std::mutex m_;
+	std::atomic<std::thread::id> owner_{};
+};
+
+#define MPRACE_ASSERT_HELD(mutex) assert((mutex).heldByMe())
 
 using Clock = std::chrono::steady_clock;
 
@@ -116,8 +151,8 @@ struct ChannelState {
 	unsigned int vector;  // done interrupt vector
 	std::uint32_t done_bit;
 
-	std::mutex mu;
-	std::condition_variable cv; // interrupt mode: waiters of this channel
+	OwnedMutex mu;
+	std::condition_variable_any cv; // interrupt mode: waiters of this channel
 	DMADescriptorList ring;
 	// head: the next descriptor to reap (written under mu; read without it as a hint by
 	// polling waiters); tail: the next free slot = the TAIL last written.
