@@ -23,6 +23,9 @@
  * Threading: as in C++ (mprace/dma.hpp): engine functions are thread-safe, with one lock per
  * channel; one mp_transfer is used by one thread at a time; register access is lock-free;
  * mp_board_close and the free functions must not race other calls on the same object.
+ * Per function below: \pre what the caller guarantees, \post what holds after success,
+ * "Thread-safe" or "One thread" (the caller serialises calls on that object). A failing call
+ * changes nothing unless it says otherwise, and mp_last_error() says why.
  *
  * Lifetime: objects made from a board may be freed in any order. mp_board_close cancels the
  * engine's transfers; calls on the engine and buffers then return -ENODEV (they still must be
@@ -54,10 +57,13 @@ typedef struct mp_transfer mp_transfer;
 
 /* name: a libpcidriver device name ("/dev/fpga0", "emu:link=gen3x8"); NULL or "" picks the
  * default device (see pcidriver.h). */
+/* \post *out is a new handle (NULL on failure). Thread-safe. */
 int mp_board_open(const char *name, unsigned int flags, mp_board **out);
 /* The index-th device of pd_list(); -ENODEV if there is none. */
 int mp_board_open_index(unsigned int index, unsigned int flags, mp_board **out);
-/* Cancels the engine's transfers and frees the handle. NULL is ignored. */
+/* Cancels the engine's transfers and frees the handle. NULL is ignored.
+ * \pre no other thread uses board. \post board is invalid; the engine and buffers made from
+ * it answer -ENODEV until freed. One thread. */
 int mp_board_close(mp_board *board);
 
 struct mp_board_info {
@@ -77,13 +83,16 @@ struct mp_board_info {
 	uint64_t bar_size[PD_MAX_BARS];
 };
 
-/* Reads the identification registers now. */
+/* Reads the identification registers now. \post *info filled. Thread-safe. */
 int mp_board_identify(mp_board *board, struct mp_board_info *info);
-/* Global CONTROL.RESET; an open engine cancels its transfers and stays usable. */
+/* Global CONTROL.RESET. \post the engine's transfers ended -ECANCELED and its rings are set
+ * up again (usable); the test logic has its reset values (routing: user stream and sink).
+ * Thread-safe. */
 int mp_board_reset(mp_board *board);
 pd_device *mp_board_device(mp_board *board);
 
-/* BAR0 registers by byte offset (4-byte aligned, inside BAR0). */
+/* BAR0 registers by byte offset. \pre offset 4-byte aligned, inside BAR0 (else -EINVAL).
+ * Thread-safe (lock-free). */
 int mp_reg_read(mp_board *board, uint32_t offset, uint32_t *value);
 int mp_reg_write(mp_board *board, uint32_t offset, uint32_t value);
 /* Any BAR: 32-bit copies (offset and len multiples of 4); mapping a memory BAR. */
@@ -93,7 +102,8 @@ int mp_bar_map(mp_board *board, unsigned int bar, void **addr, size_t *size);
 
 /* ---- test logic ---- */
 
-/* source: MP_C2H_SOURCE_*, sink: MP_H2C_SINK_*; -EBUSY while transfers are outstanding. */
+/* source: MP_C2H_SOURCE_*, sink: MP_H2C_SINK_*. \pre no transfer outstanding (else -EBUSY).
+ * \post both channels idle with the new routing. Thread-safe. */
 int mp_test_routing(mp_board *board, unsigned int c2h_source, unsigned int h2c_sink);
 int mp_patgen_seed(mp_board *board, uint32_t seed);
 int mp_patgen_rate(mp_board *board, uint32_t mbytes_per_s); /* 0: unlimited */
@@ -105,16 +115,20 @@ int mp_checker_read(mp_board *board, uint32_t *words, uint32_t *errors);
 
 enum mp_buffer_kind { MP_BUFFER_KERNEL = 1, MP_BUFFER_USER = 2 };
 
-/* Kernel memory (DMA-coherent, one bus address). */
+/* Kernel memory (DMA-coherent, one bus address). \pre 0 < size <= 256 MiB (else -EINVAL).
+ * \post *out owns zeroed memory the engine can reach. Thread-safe. */
 int mp_buffer_alloc(mp_board *board, size_t size, mp_buffer **out);
-/* Existing memory pinned as user memory (addr 4-byte aligned); it must stay allocated until
- * mp_buffer_free. */
+/* Existing memory pinned as user memory. \pre addr 4-byte aligned, size > 0, dir one of
+ * enum pd_dma_dir, the memory readable (and writable for FROM_DEVICE/BIDIRECTIONAL: else
+ * -EFAULT) and allocated until mp_buffer_free. \post *out maps it for the engine.
+ * Thread-safe. */
 int mp_buffer_wrap(mp_board *board, void *addr, size_t size, enum pd_dma_dir dir,
 		   mp_buffer **out);
 /* -EBUSY (and nothing freed) while transfers use the buffer: wait for them or call
- * mp_buffer_abort first. NULL is ignored. */
+ * mp_buffer_abort first. NULL is ignored. \pre no other thread uses buf. One thread. */
 int mp_buffer_free(mp_buffer *buf);
-/* Cancels the transfers using the buffer; returns how many were cancelled. */
+/* Cancels the transfers using the buffer; returns how many were cancelled.
+ * \post none uses it. Thread-safe. */
 int mp_buffer_abort(mp_buffer *buf);
 void *mp_buffer_ptr(const mp_buffer *buf);
 size_t mp_buffer_size(const mp_buffer *buf);
@@ -142,11 +156,16 @@ struct mp_engine_options {
 
 /* Fills the defaults. */
 void mp_engine_options_init(struct mp_engine_options *opts);
-/* opts NULL: defaults. -EBUSY if the board already has an engine. */
+/* opts NULL: defaults. \pre the board has no engine (else -EBUSY), options valid (ring
+ * entries a power of two 2..65536, else -EINVAL). \post both channels reset and idle, rings
+ * set up. Thread-safe. */
 int mp_engine_open(mp_board *board, const struct mp_engine_options *opts, mp_engine **out);
-/* Cancels outstanding transfers and frees the engine. NULL is ignored. */
+/* Cancels outstanding transfers and frees the engine. NULL is ignored.
+ * \pre no other thread uses eng. \post eng is invalid; live mp_transfer handles report
+ * -ECANCELED and still need mp_transfer_release. One thread. */
 int mp_engine_close(mp_engine *eng);
-/* Cancels all transfers of a channel (MP_CH_C2H / MP_CH_H2C); the channel stays usable. */
+/* Cancels all transfers of a channel (MP_CH_C2H / MP_CH_H2C). \post they ended -ECANCELED;
+ * the channel is reset and usable. Thread-safe. */
 int mp_engine_abort(mp_engine *eng, unsigned int channel);
 /* Processes completions; returns the number of transfers that finished (-ENODEV after the
  * board or the engine was closed). */
@@ -159,7 +178,11 @@ int mp_engine_set_wait_timeout(mp_engine *eng, uint32_t ms);
 #define MP_DMA_EOP (1u << 0) /* H2C: tlast at the end of this transfer */
 
 /* Asynchronous transfer of bytes [offset, offset + length) of buf; *out receives a handle that
- * must be released with mp_transfer_release. */
+ * must be released with mp_transfer_release.
+ * \pre length > 0, offset and length multiples of 4 (else -EINVAL), inside buf (-ERANGE), buf
+ * of this board (-EXDEV) and mapped for the direction (-EACCES).
+ * \post the transfer is queued (it runs without further calls once in the ring).
+ * Thread-safe. */
 int mp_dma_submit(mp_engine *eng, unsigned int channel, mp_buffer *buf, uint64_t offset,
 		  uint64_t length, unsigned int flags, mp_transfer **out);
 
@@ -178,7 +201,9 @@ int mp_dma_submitv(mp_engine *eng, unsigned int channel, const struct mp_dma_req
 /* For tests: one descriptor with these words, unchecked (see DMAEngine::submitRaw). */
 int mp_dma_submit_raw(mp_engine *eng, unsigned int channel, uint64_t bus_addr, uint32_t len,
 		      uint32_t ctrl, mp_transfer **out);
-/* Blocking C2H / H2C (submit + wait with the engine's wait timeout); *bytes may be NULL. */
+/* Blocking C2H / H2C (submit + wait with the engine's wait timeout); *bytes may be NULL.
+ * \pre as mp_dma_submit. \post the transfer finished: 0 and *bytes = length, or its errno
+ * (-ETIMEDOUT after the wait timeout: then aborted). Thread-safe. */
 int mp_dma_read(mp_engine *eng, mp_buffer *buf, uint64_t offset, uint64_t length,
 		uint64_t *bytes);
 int mp_dma_write(mp_engine *eng, mp_buffer *buf, uint64_t offset, uint64_t length,
@@ -187,7 +212,8 @@ int mp_dma_write(mp_engine *eng, mp_buffer *buf, uint64_t offset, uint64_t lengt
 #define MP_WAIT_FOREVER UINT32_MAX
 
 /* 0 when the transfer completed successfully, -EAGAIN if it is still running after
- * timeout_ms (0: do not wait; it is left running), else its negative errno. */
+ * timeout_ms (0: do not wait; it is left running), else its negative errno.
+ * One thread per handle; different handles from any threads. */
 int mp_transfer_wait(mp_transfer *t, uint32_t timeout_ms);
 
 struct mp_transfer_result {
@@ -199,7 +225,8 @@ struct mp_transfer_result {
 };
 
 int mp_transfer_result(mp_transfer *t, struct mp_transfer_result *res);
-/* Cancels the transfer; 0 if it was cancelled, 1 if it had already finished. */
+/* Cancels the transfer; 0 if it was cancelled, 1 if it had already finished.
+ * \post it is finished. One thread per handle. */
 int mp_transfer_abort(mp_transfer *t);
 /* Frees the handle; an unfinished transfer runs on. NULL is ignored. */
 void mp_transfer_release(mp_transfer *t);

@@ -9,7 +9,10 @@
  *   NULL or ""                     $PCIDRIVER_DEVICE if set, else /dev/fpga0; never a
  *                                  simulator unless asked for (else -ENODEV)
  *
- * Every function returns 0 (or a count) on success and a negative errno on failure.
+ * Every function returns 0 (or a count) on success and a negative errno on failure; a NULL
+ * handle or out-pointer is -EINVAL (accessors of a NULL handle return 0 or NULL).
+ * Per function: \pre what the caller guarantees, \post what holds after success, and
+ * "Thread-safe" or "One thread" (the caller serialises calls on that object).
  * No global state: handles are independent. The functions of one handle may be called from
  * several threads (allocation lists are locked; register accessors are lock-free), but one
  * kmem/umem object must not be freed while another thread still uses it. Bus addresses are
@@ -70,15 +73,21 @@ struct pd_info {
 /* ---- device ---- */
 /* -ENODEV when there is no such device or no backend for its prefix, -EINVAL for bad backend
  * options, -EACCES, -EPROTO (module of another API version), -ENOMEM; pd_open_error() says
- * why in words. */
+ * why in words.
+ * \post *out is a new handle (NULL on failure); nothing else changes on failure.
+ * Thread-safe (handles are independent). */
 int pd_open(const char *name, pd_device **out);
 /* Why the last pd_open of the calling thread failed, in one line that names what to do
  * ("" after a success). Valid until this thread's next pd_open. */
 const char *pd_open_error(void);
-void pd_close(pd_device *dev);                  /* frees everything the handle still owns */
+/* Frees everything the handle still owns (kmem, umem, BAR mappings), then the handle.
+ * \pre no other thread uses dev or its kmem/umem. \post dev and its objects are invalid.
+ * One thread. NULL is ignored. */
+void pd_close(pd_device *dev);
+/* \post *info describes the device (zeroed first). Thread-safe. */
 int pd_info(pd_device *dev, struct pd_info *info);
 /* Device names: /dev/fpgaN in order, then "PREFIX:" of each backend available (registered,
- * or a plugin); *count is the total even when more than max. */
+ * or a plugin); *count is the total even when more than max. Thread-safe. */
 int pd_list(char names[][64], size_t max, size_t *count);
 
 /* ---- BARs ---- */
@@ -87,8 +96,11 @@ int pd_list(char names[][64], size_t max, size_t *count);
 /* Map a whole BAR into this process. -EOPNOTSUPP for the virtual board's register BAR, whose
  * registers have side effects: use the register accessors below. A handle keeps one mapping per
  * BAR: mapping it again returns the same address, or -EBUSY when other flags are asked for
- * (unmap first). Unmapped by pd_unmap_bar or pd_close. */
+ * (unmap first). Unmapped by pd_unmap_bar or pd_close.
+ * \pre bar < PD_MAX_BARS, flags only PD_MAP_*. \post *addr maps the whole BAR (*size bytes,
+ * if size is not NULL). Thread-safe. */
 int pd_map_bar(pd_device *dev, unsigned int bar, unsigned int flags, void **addr, size_t *size);
+/* \pre no thread still uses the mapping. \post the BAR is unmapped (0 if it was not). */
 int pd_unmap_bar(pd_device *dev, unsigned int bar);
 
 /*
@@ -106,6 +118,8 @@ struct pd_regs {
 	void (*write32)(void *ctx, uint64_t offset, uint32_t value);
 };
 
+/* \post *regs accesses the BAR until pd_close (a mapped BAR stays mapped). Thread-safe; the
+ * accessors are lock-free and may be used from any thread. */
 int pd_regs_get(pd_device *dev, unsigned int bar, struct pd_regs *regs);
 
 static inline uint32_t pd_reg_read32(const struct pd_regs *r, uint64_t offset)
@@ -123,20 +137,28 @@ static inline void pd_reg_write32(const struct pd_regs *r, uint64_t offset, uint
 		r->write32(r->ctx, offset, value);
 }
 
-/* Checked bulk copies between a BAR and memory, in 32-bit accesses (offset, len multiples of 4). */
+/* Checked bulk copies between a BAR and memory, in 32-bit accesses.
+ * \pre offset and len multiples of 4, inside the BAR (else -EINVAL). Thread-safe. */
 int pd_bar_read(pd_device *dev, unsigned int bar, uint64_t offset, void *buf, size_t len);
 int pd_bar_write(pd_device *dev, unsigned int bar, uint64_t offset, const void *buf, size_t len);
 
 /* ---- config space ---- */
+/* \pre 0 < len, offset + len <= 4096 (else -EINVAL). Thread-safe. */
 int pd_cfg_read(pd_device *dev, uint32_t offset, void *buf, size_t len);
-int pd_cfg_write(pd_device *dev, uint32_t offset, const void *buf, size_t len); /* CAP_SYS_ADMIN */
+/* As pd_cfg_read; needs CAP_SYS_ADMIN (-EPERM). Thread-safe. */
+int pd_cfg_write(pd_device *dev, uint32_t offset, const void *buf, size_t len);
 
 /* ---- kernel memory: DMA-coherent, physically contiguous for the device ---- */
 /* Largest request the library passes on; a backend may refuse smaller ones with -ENOMEM
  * (the kernel's buddy allocator guarantees 4 MiB; more needs CMA). */
 #define PD_KMEM_MAX_SIZE ((size_t)256 << 20)
-int pd_kmem_alloc(pd_device *dev, size_t size, pd_kmem **out);  /* mapped into this process */
+/* \pre 0 < size <= PD_KMEM_MAX_SIZE (else -EINVAL). \post *out is zeroed memory mapped into
+ * this process, one bus address range, owned by dev until freed (-ENOMEM: none).
+ * Thread-safe. */
+int pd_kmem_alloc(pd_device *dev, size_t size, pd_kmem **out);
+/* \pre the device no longer accesses it; no other thread uses km. \post km is invalid. */
 int pd_kmem_free(pd_kmem *km);
+/* Accessors: constant for km's lifetime; thread-safe. */
 void *pd_kmem_ptr(const pd_kmem *km);
 uint64_t pd_kmem_bus_addr(const pd_kmem *km);
 size_t pd_kmem_size(const pd_kmem *km);
@@ -154,12 +176,19 @@ struct pd_sg_entry {
 };
 
 /* -EFAULT when a page of [addr, addr + size) is not mapped, not readable, or not writable
- * while the device is to write it (PD_DMA_FROM_DEVICE, PD_DMA_BIDIRECTIONAL). */
+ * while the device is to write it (PD_DMA_FROM_DEVICE, PD_DMA_BIDIRECTIONAL).
+ * \pre 0 < size <= PD_UMEM_MAX_SIZE, dir one of enum pd_dma_dir (else -EINVAL); the memory
+ * stays mapped until pd_umem_unmap. \post the device reaches the buffer through the bus
+ * addresses of its SG list; the pages are pinned and charged to RLIMIT_MEMLOCK (-ENOMEM
+ * beyond it). Thread-safe. */
 int pd_umem_map(pd_device *dev, void *addr, size_t size, enum pd_dma_dir dir, pd_umem **out);
+/* \pre the device no longer accesses it; no other thread uses um. \post um is invalid. */
 int pd_umem_unmap(pd_umem *um);
 size_t pd_umem_sg_count(const pd_umem *um);
 /* Copies min(max, count) entries; returns the number copied. */
 int pd_umem_sglist(pd_umem *um, struct pd_sg_entry *entries, size_t max);
+/* FOR_DEVICE after the CPU wrote, FOR_CPU before it reads what the device wrote (bounce
+ * buffers, non-coherent platforms). \pre dir one of enum pd_sync_dir. Thread-safe. */
 int pd_umem_sync(pd_umem *um, enum pd_sync_dir dir);
 void *pd_umem_ptr(const pd_umem *um);
 size_t pd_umem_size(const pd_umem *um);
@@ -172,7 +201,8 @@ uint32_t pd_umem_id(const pd_umem *um);
  * cleared it; returns the number of events (>= 1), -ETIMEDOUT after timeout_ms (0: do not
  * wait), -EINTR on a signal. Safe to call from another thread than the one doing register IO. */
 int pd_irq_wait(pd_device *dev, unsigned int source, uint32_t timeout_ms);
-int pd_irq_clear(pd_device *dev, unsigned int source); /* forget events not yet waited for */
+/* Forgets the events not waited for yet. Thread-safe. */
+int pd_irq_clear(pd_device *dev, unsigned int source);
 
 /* Human-readable text for a negative errno returned by this library: a constant string,
  * thread-safe. */
