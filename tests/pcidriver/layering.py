@@ -6,7 +6,9 @@
   bottom; libpcidriver; the virtual board beside the kernel backend; libmprace; libbufmgr;
   the tools) - nothing includes from a layer above or beside it;
 * the built libpcidriver and libmprace contain no virtual board code and do not depend on
-  its library: an application that never names "emu:" carries no simulator.
+  its library: an application that never names "emu:" carries no simulator;
+* a static build of libpcidriver (its sources compiled without -fPIC, as for libpcidriver.a)
+  calls no dlopen: a static application gets exactly the backends it links.
 
 Usage: layering.py TOP_SRCDIR TOP_BUILDDIR
 """
@@ -14,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 top, build = sys.argv[1], sys.argv[2]
 
@@ -76,6 +79,28 @@ for name, lib in [("libpcidriver", "pcidriver/lib/.libs/libpcidriver.so"),
     deps = [d for d in needed(path) if "vboard" in d]
     check(syms != "" and not emu and not deps, f"layering: {name} has no simulator code",
           f"symbols {emu[:5]}, needs {deps}")
+
+# libpcidriver as a static archive would be built: no PIC, so no plugin loader.
+cc = os.environ.get("DOCS_CC", "cc").split()
+srcs = [os.path.join(top, "pcidriver/lib", f) for f in ("pcidriver.c", "backend_registry.c",
+                                                         "backend_kernel.c")]
+objs = []
+with tempfile.TemporaryDirectory() as tmp:
+    ok = True
+    for src in srcs:
+        obj = os.path.join(tmp, os.path.basename(src) + ".o")
+        r = subprocess.run(cc + ["-c", "-O2", "-D_GNU_SOURCE", '-DPD_BACKEND_DIR="/nonexistent"',
+                                 f"-I{top}/pcidriver/lib", f"-I{top}/pcidriver/include",
+                                 src, "-o", obj], capture_output=True, text=True)
+        ok = ok and r.returncode == 0
+        objs.append(obj)
+    undefined = ""
+    if ok:
+        r = subprocess.run(["nm", "-u"] + objs, capture_output=True, text=True)
+        undefined = r.stdout
+    check(ok and "dlopen" not in undefined and "emu_" not in undefined,
+          "layering: static libpcidriver loads no plugins (no dlopen)",
+          "did not compile" if not ok else "references dlopen")
 
 print(f"1..{len(results)}")
 for i, (ok, name, why) in enumerate(results, 1):

@@ -93,11 +93,14 @@ public:
 		NoCheck = 1u << 0, // do not require our engine's MAGIC/VERSION
 	};
 
-	// name: a libpcidriver device name; "" picks the default ($PCIDRIVER_DEVICE, /dev/fpga0,
-	// else the virtual board). Throws Error (ENODEV, EPROTONOSUPPORT, or pd_open's errno).
+	// name: a libpcidriver device name; "" picks the default ($PCIDRIVER_DEVICE, else
+	// /dev/fpga0; never the virtual board unless asked for: Error(ENODEV) whose message says
+	// to set PCIDRIVER_DEVICE=emu:). Throws Error (ENODEV, EPROTONOSUPPORT, or pd_open's
+	// errno, with pd_open_error()'s words).
+	// \post isOpen(); info() holds the identity read now. Thread-safe (boards are independent).
 	explicit Board(const std::string &name = std::string(), unsigned int flags = 0);
-	// The index-th name of pd_list() (kernel devices first, the virtual board last).
-	// Error(ENODEV) when there is no such index.
+	// The index-th name of pd_list() (kernel devices first, then the backends' "PREFIX:").
+	// Error(ENODEV) when there is no such index. Thread-safe.
 	static Board byIndex(unsigned int index, unsigned int flags = 0);
 	// Device names, as pd_list() reports them.
 	static std::vector<std::string> list();
@@ -110,6 +113,8 @@ public:
 
 	// Cancels the engine's transfers and releases this object's hold on the device.
 	// Idempotent. Further calls throw Error(ENODEV).
+	// \pre no other thread is inside a call on this Board. \post !isOpen(); the engine and
+	// buffers made from it answer ENODEV. One thread.
 	void close() noexcept;
 	bool isOpen() const noexcept { return regs_.size != 0; }
 
@@ -120,13 +125,14 @@ public:
 
 	// Global CONTROL.RESET: both channels, test logic, IRQ_STATUS/IRQ_ENABLE and SCRATCH go to
 	// their reset values. With a DMAEngine open, its outstanding transfers end with
-	// ECANCELED and it sets its rings up again: it stays usable.
+	// ECANCELED and it sets its rings up again: it stays usable. Thread-safe.
 	void reset();
 
 	// 32-bit register access in BAR0 by byte offset. On the kernel backend this is one
 	// volatile load/store of the mapped BAR (plus a bounds check); on the virtual board a
 	// call into the model. Error(EINVAL) for an offset outside BAR0 or not 4-byte aligned,
-	// Error(ENODEV) after close().
+	// Error(ENODEV) after close(). \pre offset 4-byte aligned, inside BAR0. Thread-safe
+	// (lock-free), not against close().
 	std::uint32_t getRegister(std::uint32_t offset) const
 	{
 		if (__builtin_expect((offset & 3u) != 0 || offset >= regs_.size, 0))
@@ -164,6 +170,8 @@ public:
 	// Select where C2H data comes from and where H2C data goes. TEST_CONTROL may only change
 	// while both channels are idle: with a DMAEngine open this halts both channels, writes,
 	// and restarts them; Error(EBUSY) if transfers are outstanding.
+	// \pre no transfer outstanding. \post c2hSource() == source, h2cSink() == sink; both
+	// channels idle or running as before. Thread-safe.
 	void setTestRouting(C2HSource source, H2CSink sink);
 	C2HSource c2hSource() const;
 	H2CSink h2cSink() const;

@@ -67,12 +67,15 @@ struct Segment {
 
 class DMABuffer {
 public:
-	// Allocates kernel memory of `size` bytes (Error from pd_kmem_alloc: EINVAL above
-	// PD_KMEM_MAX_SIZE, ENOMEM).
+	// Allocates kernel memory of `size` bytes.
+	// \pre board open (ENODEV), 0 < size <= PD_KMEM_MAX_SIZE (EINVAL, naming the limit).
+	// \post zeroed memory with one bus segment (ENOMEM if none). Thread-safe.
 	DMABuffer(Board &board, std::size_t size);
-	// Pins and maps existing memory (user memory). `addr` must be 4-byte aligned (EINVAL).
-	// dir limits the transfers: PD_DMA_FROM_DEVICE allows C2H only, PD_DMA_TO_DEVICE H2C only.
-	// The memory must stay allocated until this buffer is destroyed.
+	// Pins and maps existing memory (user memory). dir limits the transfers:
+	// PD_DMA_FROM_DEVICE allows C2H only, PD_DMA_TO_DEVICE H2C only.
+	// \pre addr 4-byte aligned (EINVAL); the memory readable, writable for FROM_DEVICE and
+	// BIDIRECTIONAL (EFAULT), and allocated until this buffer is destroyed.
+	// \post segments() lists its bus addresses. Thread-safe.
 	DMABuffer(Board &board, void *addr, std::size_t size,
 		  pd_dma_dir dir = PD_DMA_BIDIRECTIONAL);
 	// Adopt memory allocated through board.device().
@@ -105,9 +108,10 @@ public:
 	void syncForCpu();
 	void syncForDevice();
 
-	// Transfers (submitted, not yet finished) that use this buffer.
+	// Transfers (submitted, not yet finished) that use this buffer. Thread-safe.
 	std::size_t activeTransfers() const noexcept;
 	// Cancels them (they end with ECANCELED); returns how many were cancelled.
+	// \post activeTransfers() == 0. Thread-safe.
 	std::size_t abortTransfers();
 
 	// The underlying libpcidriver object (nullptr for the other kind).
@@ -257,6 +261,9 @@ public:
 	Channel channel() const;
 	std::uint64_t length() const;
 
+	// Per handle: one thread at a time (like std::future); \pre valid() for every call below
+	// but release() (else Error(EINVAL)).
+
 	// Non-blocking: processes completions already written back and tells whether this transfer
 	// finished (successfully or not).
 	bool done();
@@ -266,7 +273,7 @@ public:
 	bool wait(std::chrono::microseconds timeout);
 	// Waits up to the engine's wait timeout (EngineOptions::waitTimeout; 0: forever) and
 	// returns the bytes moved. Throws DMAError when it failed; when the wait timeout expires
-	// the transfer is aborted and DMAError(ETIMEDOUT) thrown.
+	// the transfer is aborted and DMAError(ETIMEDOUT) thrown. \post the transfer is finished.
 	std::uint64_t get();
 	// Cancels the transfer: it ends with ECANCELED. Descriptors of other transfers that were
 	// in flight are re-queued (the channel is reset and restarted from slot 0). Returns false
@@ -339,6 +346,8 @@ public:
 	// Takes the board's engine: resets both channels, sets up the rings and, in interrupt mode,
 	// IRQ_ENABLE. Error(EBUSY) if the board already has a DMAEngine, Error(ENODEV) if the board
 	// was opened with NoCheck and is not our engine, or is closed; EINVAL for bad options.
+	// \post both channels idle, nothing outstanding. Every method of DMAEngine is thread-safe
+	// (see the top of this file); destruction must not race other calls.
 	explicit DMAEngine(Board &board, const EngineOptions &options = EngineOptions());
 	DMAEngine(DMAEngine &&) noexcept;
 	DMAEngine &operator=(DMAEngine &&) noexcept;
@@ -352,6 +361,10 @@ public:
 	// Asynchronous: C2H ("DMA read": board -> buffer) and H2C ("DMA write": buffer -> board)
 	// of bytes [offset, offset + length) of the buffer. Argument errors throw Error (see
 	// error.hpp) and nothing is submitted.
+	// \pre length > 0; offset, length multiples of 4 (EINVAL); inside the buffer (ERANGE); a
+	// buffer of this board (EXDEV) mapped for the direction (EACCES); the board open and not
+	// lost (ENODEV). \post the transfer is queued and runs without further calls once in the
+	// ring; the returned handle reports its end.
 	Transfer readAsync(DMABuffer &buffer, std::uint64_t offset, std::uint64_t length)
 	{
 		return submit(Channel::C2H, buffer, offset, length, 0);
