@@ -59,6 +59,13 @@ static bool valid_prefix(const char *p, size_t len)
 	return true;
 }
 
+size_t pd_backend_prefix_len(const char *name)
+{
+	size_t len = strcspn(name, ":");
+
+	return valid_prefix(name, len) ? len : 0;
+}
+
 static bool complete(const struct pd_backend_ops *o)
 {
 	return o->open && o->close && o->info && o->map_bar && o->unmap_bar && o->regs_get &&

@@ -69,17 +69,6 @@ static void disown(pd_device *dev, struct pd_link *l)
 	pthread_mutex_unlock(&dev->lock);
 }
 
-/* The length of the backend prefix of "PREFIX" or "PREFIX:OPTIONS", 0 if name has none. */
-static size_t backend_prefix_len(const char *name)
-{
-	size_t len = strcspn(name, ":");
-
-	if (len == 0 || len > PD_BACKEND_PREFIX_MAX || name[0] < 'a' || name[0] > 'z' ||
-	    strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789") != len)
-		return 0;
-	return len;
-}
-
 /* Map "/dev/fpgaN", "fpgaN" and "N" to a char device path; -EINVAL for anything else. */
 static int kernel_device_path(const char *name, char *path, size_t len)
 {
@@ -137,7 +126,7 @@ int pd_open(const char *name, pd_device **out)
 	if (kernel_device_path(name, path, sizeof(path)) == 0) {
 		ops = &pd_kernel_backend;
 		name = path;
-	} else if ((plen = backend_prefix_len(name)) != 0) {
+	} else if ((plen = pd_backend_prefix_len(name)) != 0) {
 		ops = pd_backend_find(name, plen);
 		if (!ops)
 			return -ENODEV;
