@@ -118,5 +118,52 @@ $prelude
 int main() { ByteSwap<float> b; (void)b; }
 PROG
 
+expect "a running checksum with a non-const operator()" "a transform that keeps state between calls is a reducing one" <<PROG
+$prelude
+struct Sum {
+	using in_type = int;
+	using out_type = int;
+	long sum = 0;
+	int operator()(int v) { sum += v; return v; }
+};
+int main() { DoubleBuffer<MemcpyTransfer, Sum> d(MemcpyTransfer(), 4096); }
+PROG
+
+expect "a reducing transform without combine()" "a reducing Transform (one with partial_type) needs" <<PROG
+$prelude
+struct Sum {
+	using in_type = int;
+	using out_type = int;
+	using partial_type = long;
+	void operator()(const int *s, int *d, std::size_t n, long &p) const { for (std::size_t k = 0; k < n; ++k) p += d[k] = s[k]; }
+};
+int main() { DoubleBuffer<MemcpyTransfer, Sum> d(MemcpyTransfer(), 4096); }
+PROG
+
+expect "a reducing transform compiles and may use copy threads" "" <<PROG
+$prelude
+struct Sum {
+	using in_type = int;
+	using out_type = int;
+	using partial_type = long;
+	long sum = 0;
+	void operator()(const int *s, int *d, std::size_t n, long &p) const { for (std::size_t k = 0; k < n; ++k) p += d[k] = s[k]; }
+	void combine(const long &p) { sum += p; }
+};
+int main() { DoubleBuffer<MemcpyTransfer, Sum> d(MemcpyTransfer(), 4096); d.set_copy_threads(4); }
+PROG
+
+expect "more copy threads for a sequential transform" "declares \`sequential = true\`" <<PROG
+$prelude
+struct Delta {
+	using in_type = int;
+	using out_type = int;
+	static constexpr bool sequential = true;
+	mutable int last = 0;
+	int operator()(int v) const { return last += v; }
+};
+int main() { DoubleBuffer<MemcpyTransfer, Delta> d(MemcpyTransfer(), 4096); d.set_copy_threads(4); }
+PROG
+
 echo "1..$n"
 [ "$fails" -eq 0 ]

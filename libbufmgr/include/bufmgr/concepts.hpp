@@ -77,8 +77,26 @@
 //                              runs it in a plain loop the compiler can vectorise.
 //   x(src, dst, n)             block form: converts n elements (src and dst do not overlap).
 //                              Preferred when present (Identity uses memcpy).
+//   or the reducing form, for a transform that computes something over the data as it copies
+//   (a checksum, a histogram, a count):
+//   X::partial_type            default-constructible: what one slice of the data contributes.
+//   x(src, dst, n, partial)    const: converts n elements and accumulates into partial (which
+//                              starts value-initialised for each slice).
+//   x2.combine(partial)        (X x2, const partial_type &) folds one slice's partial into x2's
+//                              state; called on the owning thread, in data order, once every
+//                              slice of a copy has succeeded.
 // Either may throw; the algorithm then cancels its transfers and rethrows to the caller.
-// Transforms are called only from the caller's thread (or the stream consumer's).
+//
+// Threads. An algorithm may split one copy into slices of consecutive elements and run them at
+// once on its copy threads (set_copy_threads(), bufmgr/copy_workers.hpp): a call may see any
+// contiguous part of a buffer, calls for different parts run concurrently on different threads
+// and finish in any order. So a transform may rely on its const state (a scale) and on the
+// elements it is given, nothing else; one that keeps state between calls needs either
+//   - the reducing form above (a running checksum whose partials combine in order), or
+//   - static constexpr bool sequential = true: the algorithm then copies on its own thread
+//     only, and asking it for more copy threads fails to compile.
+// The element and block forms are called on const objects: a transform whose operator() is not
+// const (a naive running checksum) is rejected at compile time for that reason.
 // ---------------------------------------------------------------------------------------------
 #ifndef BUFMGR_CONCEPTS_HPP
 #define BUFMGR_CONCEPTS_HPP
@@ -145,6 +163,19 @@ using x_element = std::enable_if_t<std::is_convertible_v<
 template <class X>
 using x_block = decltype(std::declval<const X &>()(std::declval<const typename X::in_type *>(),
 						   std::declval<typename X::out_type *>(), std::size_t{}));
+template <class X> using x_partial = typename X::partial_type;
+template <class X>
+using x_reduce = decltype(std::declval<const X &>()(std::declval<const typename X::in_type *>(),
+						    std::declval<typename X::out_type *>(), std::size_t{},
+						    std::declval<typename X::partial_type &>()));
+template <class X>
+using x_combine = decltype(std::declval<X &>().combine(std::declval<const typename X::partial_type &>()));
+template <class X> using x_sequential = decltype(bool{X::sequential});
+
+template <class X, bool = is_detected<x_sequential, X>>
+struct declared_sequential : std::false_type {};
+template <class X>
+struct declared_sequential<X, true> : std::bool_constant<X::sequential> {};
 
 } // namespace detail
 
@@ -169,6 +200,12 @@ template <class X>
 constexpr bool is_block_transform_v = detail::is_detected<detail::x_block, X>;
 template <class X>
 constexpr bool is_element_transform_v = detail::is_detected<detail::x_element, X>;
+template <class X>
+constexpr bool is_reducing_transform_v = detail::is_detected<detail::x_partial, X> &&
+	detail::is_detected<detail::x_reduce, X> && detail::is_detected<detail::x_combine, X>;
+// False when X declares `sequential = true`: its copy must not be split over threads.
+template <class X>
+constexpr bool is_splittable_v = !detail::declared_sequential<X>::value;
 
 template <class X, bool = detail::is_detected<detail::x_in, X> && detail::is_detected<detail::x_out, X>>
 struct is_transform : std::false_type {};
@@ -177,7 +214,8 @@ struct is_transform<X, true>
 	: std::bool_constant<std::is_trivially_copyable_v<typename X::in_type> &&
 			     std::is_trivially_copyable_v<typename X::out_type> &&
 			     std::is_copy_constructible_v<X> &&
-			     (is_block_transform_v<X> || is_element_transform_v<X>)> {};
+			     (is_block_transform_v<X> || is_element_transform_v<X> ||
+			      is_reducing_transform_v<X>)> {};
 template <class X>
 constexpr bool is_transform_v = is_transform<X>::value;
 
@@ -224,9 +262,15 @@ struct check_transform_members<X, true> {
 		"bufmgr: a Transform's in_type and out_type must be trivially copyable (they are bytes in "
 		"a DMA buffer)");
 	static_assert(std::is_copy_constructible_v<X>, "bufmgr: a Transform policy must be CopyConstructible");
-	static_assert(is_block_transform_v<X> || is_element_transform_v<X>,
+	static_assert(!detail::is_detected<detail::x_partial, X> ||
+		      (detail::is_detected<detail::x_reduce, X> && detail::is_detected<detail::x_combine, X>),
+		"bufmgr: a reducing Transform (one with partial_type) needs `void operator()(const in_type *, "
+		"out_type *, std::size_t, partial_type &) const` and `void combine(const partial_type &)`");
+	static_assert(is_block_transform_v<X> || is_element_transform_v<X> || is_reducing_transform_v<X>,
 		"bufmgr: a Transform policy needs `out_type operator()(in_type) const` (element form) or "
-		"`void operator()(const in_type *, out_type *, std::size_t) const` (block form); note the const");
+		"`void operator()(const in_type *, out_type *, std::size_t) const` (block form); note the const: "
+		"a transform that keeps state between calls is a reducing one (partial_type and combine(), "
+		"see bufmgr/concepts.hpp) or declares `static constexpr bool sequential = true`");
 	static constexpr bool value = is_transform_v<X>;
 };
 

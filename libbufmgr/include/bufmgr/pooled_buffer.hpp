@@ -115,10 +115,11 @@ public:
 		// sequence is an overrun. Without packet ends, the data began at stream byte
 		// sequence() * bytes_per_buffer.
 		std::uint64_t sequence() const noexcept { return seq_; }
-		// Copies the data through the PooledBuffer's transform; dst holds size() elements.
+		// Consumer thread. Copies the data through the PooledBuffer's transform, on its copy
+		// threads; dst holds size() elements.
 		std::size_t transform_into(out_type *dst) const
 		{
-			detail::apply_transform(owner_->transform_, data(), dst, size());
+			owner_->copy(data(), dst, size());
 			return size();
 		}
 		// Consumer thread. Returns the buffer to the pool (no-op when empty).
@@ -165,7 +166,7 @@ public:
 					break;
 			}
 			const std::size_t n = std::min(count - done, current_.size() - offset_);
-			detail::apply_transform(this->transform_, current_.data() + offset_, dst + done, n);
+			this->copy(current_.data() + offset_, dst + done, n);
 			offset_ += n;
 			done += n;
 		}

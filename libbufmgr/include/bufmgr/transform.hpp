@@ -9,19 +9,26 @@
 //   FloatToInt16         float to signed 16-bit, times a scale, rounded to nearest, saturated
 //   make_transform<In, Out>(f)   any callable Out(In) (a lambda, a function object)
 //
+// All of them are stateless, so a buffer manager may split one copy over its copy threads
+// (bufmgr/copy_workers.hpp). What a transform of your own may assume, and how one that keeps
+// state (a running checksum) says so: the Transform concept in bufmgr/concepts.hpp.
+//
 // A transform maps source to destination of the copy: used for a read (board -> user) the DMA
 // buffer holds in_type; used for a write (user -> board) the board receives out_type.
 #ifndef BUFMGR_TRANSFORM_HPP
 #define BUFMGR_TRANSFORM_HPP
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "bufmgr/concepts.hpp"
+#include "bufmgr/copy_workers.hpp"
 
 namespace bufmgr {
 
@@ -108,17 +115,56 @@ FunctionTransform<In, Out, std::decay_t<F>> make_transform(F &&f)
 namespace detail {
 
 // The copy loop: n elements from src to dst through the transform (block form if it has one).
-template <class X>
-inline void apply_transform(const X &x, const typename X::in_type *src, typename X::out_type *dst,
+// A reducing transform gets a fresh partial here and folds it in at once (one slice); it must
+// then be passed as a modifiable lvalue.
+template <class XRef, class X = std::decay_t<XRef>>
+inline void apply_transform(XRef &&x, const typename X::in_type *src, typename X::out_type *dst,
 			    std::size_t n)
 {
-	if constexpr (is_block_transform_v<X>) {
+	if constexpr (is_reducing_transform_v<X>) {
+		typename X::partial_type partial{};
+		std::as_const(x)(src, dst, n, partial);
+		x.combine(std::as_const(partial));
+	} else if constexpr (is_block_transform_v<X>) {
 		x(src, dst, n);
 	} else {
 		const typename X::in_type *__restrict s = src;
 		typename X::out_type *__restrict d = dst;
 		for (std::size_t k = 0; k < n; ++k)
 			d[k] = x(s[k]);
+	}
+}
+
+// Slices shorter than this are not worth a thread's wake-up (about 10 us of copying).
+inline constexpr std::size_t min_copy_slice_bytes = 64 << 10;
+
+// apply_transform over the copy threads of `workers` (nullptr or one thread: the caller
+// alone). Slices start at multiples of 64 elements, so no two threads write one cache line.
+// A reducing transform gets one partial per slice, folded in slice order once all succeeded.
+template <class X>
+void transform_copy(CopyWorkers *workers, X &x, const typename X::in_type *src,
+		    typename X::out_type *dst, std::size_t n)
+{
+	constexpr std::size_t elem = std::max(sizeof(typename X::in_type), sizeof(typename X::out_type));
+	constexpr std::size_t min_slice = min_copy_slice_bytes / elem;
+	if (!workers || !is_splittable_v<X> || workers->threads() == 1 || n < 2 * min_slice) {
+		apply_transform(x, src, dst, n);
+		return;
+	}
+	if constexpr (is_reducing_transform_v<X>) {
+		using P = typename X::partial_type;
+		std::vector<P> partials(workers->plan(n, 64, min_slice).slices);
+		const X &cx = x;
+		workers->for_slices(n, 64, min_slice, [&](std::size_t b, std::size_t e, std::size_t i) {
+			cx(src + b, dst + b, e - b, partials[i]);
+		});
+		for (const P &p : partials)
+			x.combine(p);
+	} else {
+		const X &cx = x;
+		workers->for_slices(n, 64, min_slice, [&](std::size_t b, std::size_t e, std::size_t) {
+			apply_transform(cx, src + b, dst + b, e - b);
+		});
 	}
 }
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
 // The copy pipeline shared by ChunkBuffer (depth 1), DoubleBuffer (depth 2) and PooledBuffer
-// (depth K): up to `depth` DMA buffers in flight, the caller's thread copying (and transforming)
-// the oldest finished one while the transfer works on the others.
+// (depth K): up to `depth` DMA buffers in flight, the caller's thread (with the copy threads, if
+// any) copying and transforming the oldest finished one while the transfer works on the others.
 #ifndef BUFMGR_DETAIL_PIPELINE_HPP
 #define BUFMGR_DETAIL_PIPELINE_HPP
 
@@ -15,6 +15,7 @@
 #include <string>
 
 #include "bufmgr/concepts.hpp"
+#include "bufmgr/copy_workers.hpp"
 #include "bufmgr/error.hpp"
 #include "bufmgr/transform.hpp"
 
@@ -73,8 +74,8 @@ private:
 // Returns the elements delivered (fewer than count only when the source ended a packet, which
 // ends the read; buffers queued behind it are cancelled).
 template <class Transfer, class X>
-std::size_t pipelined_read(Transfer &t, const X &x, std::size_t depth, typename X::out_type *dst,
-			   std::size_t count, const std::atomic<bool> *cancel = nullptr)
+std::size_t pipelined_read(Transfer &t, X &x, CopyWorkers *workers, std::size_t depth,
+			   typename X::out_type *dst, std::size_t count, const std::atomic<bool> *cancel = nullptr)
 {
 	using In = typename X::in_type;
 	constexpr Direction d = Direction::c2h;
@@ -101,7 +102,7 @@ std::size_t pipelined_read(Transfer &t, const X &x, std::size_t depth, typename 
 		if (got > want)
 			throw Error(EIO, "bufmgr: read: the transfer reported more bytes than requested");
 		const std::size_t n = got / sizeof(In);
-		apply_transform(x, reinterpret_cast<const In *>(t.view(b).data), dst + delivered, n);
+		transform_copy(workers, x, reinterpret_cast<const In *>(t.view(b).data), dst + delivered, n);
 		delivered += n;
 		if (got < want)
 			return delivered; // end of packet: the guard cancels what is queued behind it
@@ -117,8 +118,8 @@ std::size_t pipelined_read(Transfer &t, const X &x, std::size_t depth, typename 
 
 // User -> board: count in_type elements from src, transformed into the buffers as out_type.
 template <class Transfer, class X>
-void pipelined_write(Transfer &t, const X &x, std::size_t depth, const typename X::in_type *src,
-		     std::size_t count, const std::atomic<bool> *cancel = nullptr)
+void pipelined_write(Transfer &t, X &x, CopyWorkers *workers, std::size_t depth,
+		     const typename X::in_type *src, std::size_t count, const std::atomic<bool> *cancel = nullptr)
 {
 	using Out = typename X::out_type;
 	constexpr Direction d = Direction::h2c;
@@ -143,7 +144,7 @@ void pipelined_write(Transfer &t, const X &x, std::size_t depth, const typename 
 		if (c >= nbuf)
 			finish(c - nbuf); // buffer b is free again once its previous chunk has drained
 		const std::size_t n = len(c) / sizeof(Out);
-		apply_transform(x, src + consumed, reinterpret_cast<Out *>(t.view(b).data), n);
+		transform_copy(workers, x, src + consumed, reinterpret_cast<Out *>(t.view(b).data), n);
 		consumed += n;
 		check_cancel(cancel, "write");
 		t.start(d, b, len(c));
