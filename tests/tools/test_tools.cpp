@@ -261,13 +261,21 @@ START_TEST(test_mode_names)
 	expect_str(one("pb1mx8-c2h"), "pb1Mx8-c2h");
 	expect_str(one("fi-pb4Mx8"), "fi-pb4Mx8");
 	expect_str(one("fi-db8M"), "fi-db8M");
+	expect_str(one("memcpy-mt"), "memcpy-mt");
+	expect_str(one("MEMCPY-MT8"), "memcpy-mt8");
+	expect_str(one("db4M-c2h:i16f"), "db4M-c2h:i16f");
+	auto samples = expand_mode("pb1Mx8:I16F");
+	ck_assert_uint_eq(samples.size(), 2);
+	ck_assert_str_eq(samples[0].c_str(), "pb1Mx8-c2h:i16f");
+	ck_assert_str_eq(samples[1].c_str(), "pb1Mx8-h2c:i16f");
 	auto both = expand_mode("cb4M");
 	ck_assert_uint_eq(both.size(), 2);
 	ck_assert_str_eq(both[0].c_str(), "cb4M-c2h");
 	ck_assert_str_eq(both[1].c_str(), "cb4M-h2c");
 	ck_assert(is_gpu_mode("fi-serial"));
 	ck_assert(!is_gpu_mode("c2h"));
-	for (const char *bad : {"", "c3h", "db", "dbx-c2h", "pb4M-c2h", "pb4Mx1", "fi-xx", "fr", "db4M-x2h"}) {
+	for (const char *bad : {"", "c3h", "db", "dbx-c2h", "pb4M-c2h", "pb4Mx1", "fi-xx", "fr", "db4M-x2h",
+				"memcpy-mt0", "memcpy-mt65", "memcpy-mtx", "db4M:f16i", "db4M-c2h:i16f:i16f"}) {
 		bool threw = false;
 		try {
 			expand_mode(bad);

@@ -12,7 +12,8 @@ run "$DMABENCH" --version
 run "$DMABENCH" --list-modes
 [ $rc -eq 0 ] && grep -q '^c2h ' "$WORK/out" && grep -q 'FH' "$WORK/out" && ok "--list-modes shows modes and thesis aliases" || not_ok "--list-modes"
 for bad in "--bogus" "-m c3h" "-s 4K:1K" "-s 4X" "--iterations 0" "--repeat 0" "-m" "--plot jpg" \
-	   "--ref nosuchmode" "-c 3-1" "-m db" "-m db3" "-m pb1Mx1" "-m pb6x4" "-o /proc/none/x"; do
+	   "--ref nosuchmode" "-c 3-1" "-m db" "-m db3" "-m pb1Mx1" "-m pb6x4" "-o /proc/none/x" \
+	   "--copy-threads 0" "--copy-threads 65" "-m memcpy-mt0" "-m db64K:u8f"; do
 	# shellcheck disable=SC2086  # word splitting wanted
 	run "$DMABENCH" $bad --device none
 	if [ $rc -eq 2 ] && grep -q '^Usage: dmabench' "$WORK/err" && [ ! -s "$WORK/out" ]; then
@@ -131,6 +132,17 @@ if [ $rc -eq 0 ] && [ "$(awk -F, 'NR > 1 && $NF != "ok"' "$WORK/v/bm.csv" | wc -
 	ok "ChunkBuffer, DoubleBuffer, PooledBuffer both ways: every point verified"
 else
 	not_ok "bufmgr modes --verify (rc=$rc)"; diag "$WORK/err" "$WORK/v/bm.csv"
+fi
+# The same with the int16 <-> float conversion and the copy on 3 threads (1 MiB buffers: the
+# copy is split), and the host's copy on 3 threads.
+run "$DMABENCH" --device emu: -m db1M:i16f,pb256Kx4-c2h:i16f,memcpy-mt -s 1M,4M -n 2 --copy-threads 3 --verify \
+	--no-progress --plot none -o "$WORK/v/conv"
+if [ $rc -eq 0 ] && [ "$(grep -c ',ok$' "$WORK/v/conv.csv")" -eq 8 ] &&
+   grep -q 'int16 -> float, 3 copy thread(s)' "$WORK/out" && grep -q 'float -> int16, 3 copy thread(s)' "$WORK/out" &&
+   grep -q '^mode memcpy-mt: host memcpy between two buffers on 3 threads' "$WORK/out"; then
+	ok ":i16f both ways and memcpy-mt on 3 copy threads: every point verified"
+else
+	not_ok ":i16f / memcpy-mt --verify (rc=$rc)"; diag "$WORK/err" "$WORK/out" "$WORK/v/conv.csv"
 fi
 # The bufmgr modes are compared with raw DMA of their direction from the same run.
 run "$DMABENCH" --device emu: -m c2h,db64K-c2h -s 64K,1M -n 3 --no-progress --plot none -o "$WORK/v/eff"

@@ -13,6 +13,8 @@
 #include "../common/device.hpp"
 #include "../common/units.hpp"
 
+#include "bufmgr/copy_workers.hpp"
+#include "bufmgr/transform.hpp"
 #include "mprace/mprace.hpp"
 
 namespace dmabench {
@@ -21,7 +23,7 @@ std::unique_ptr<Mode> make_mode(const std::string &canonical, Env &env)
 {
 	ModeSpec s = parse_mode(canonical);
 	switch (s.family) {
-	case Family::Memcpy: return make_memcpy_mode(s);
+	case Family::Memcpy: return make_memcpy_mode(s, env);
 	case Family::Dma: return make_dma_mode(s, env);
 	case Family::Loopback: return make_loopback_mode(s, env);
 	case Family::Pio: return make_pio_mode(s, env);
@@ -125,18 +127,36 @@ bool checker_ok(Env &env, std::uint64_t bytes, std::string *why)
 
 namespace {
 
+// memcpy: one thread's std::memcpy. memcpy-mt: the same copy cut into slices on N threads by
+// bufmgr::CopyWorkers, exactly as the buffer managers run it: the host's copy limit.
 class MemcpyMode : public Mode {
 public:
-	std::string name() const override { return "memcpy"; }
+	MemcpyMode(const ModeSpec &s, unsigned threads) : name_(s.canonical), threads_(threads) {}
+	std::string name() const override { return name_; }
 	std::string direction() const override { return "host"; }
-	std::string description() const override { return "host memcpy between two buffers (no board)"; }
+	std::string description() const override
+	{
+		if (!workers_ && threads_ == 0)
+			return "host memcpy between two buffers (no board)";
+		return tools::strprintf("host memcpy between two buffers on %u threads (bufmgr's copy threads, no board)",
+					workers_ ? static_cast<unsigned>(workers_->threads()) : threads_);
+	}
 	void setup(std::uint64_t max_bytes) override
 	{
-		src_.assign(max_bytes, 0);
-		dst_.assign(max_bytes, 0);
+		src_.assign(max_bytes, std::byte{0});
+		dst_.assign(max_bytes, std::byte{0});
 		fill_pattern(src_.data(), max_bytes & ~3ull, 0x1234);
+		if (threads_)
+			workers_ = std::make_unique<bufmgr::CopyWorkers>(threads_);
 	}
-	void transfer(std::uint64_t bytes) override { std::memcpy(dst_.data(), src_.data(), bytes); }
+	void transfer(std::uint64_t bytes) override
+	{
+		if (!workers_) {
+			std::memcpy(dst_.data(), src_.data(), bytes);
+			return;
+		}
+		bufmgr::detail::transform_copy(workers_.get(), identity_, src_.data(), dst_.data(), bytes);
+	}
 	bool can_verify() const override { return true; }
 	bool verify(std::uint64_t bytes, std::string *why) override
 	{
@@ -149,16 +169,28 @@ public:
 	}
 	void teardown() override
 	{
-		std::vector<unsigned char>().swap(src_);
-		std::vector<unsigned char>().swap(dst_);
+		workers_.reset();
+		std::vector<std::byte>().swap(src_);
+		std::vector<std::byte>().swap(dst_);
 	}
 
 private:
-	std::vector<unsigned char> src_, dst_;
+	std::string name_;
+	unsigned threads_;
+	bufmgr::Identity<> identity_;
+	std::unique_ptr<bufmgr::CopyWorkers> workers_;
+	std::vector<std::byte> src_, dst_;
 };
 
 } // namespace
 
-std::unique_ptr<Mode> make_memcpy_mode(const ModeSpec &) { return std::make_unique<MemcpyMode>(); }
+std::unique_ptr<Mode> make_memcpy_mode(const ModeSpec &s, Env &env)
+{
+	unsigned threads = s.threads;
+	if (threads == kThreadsFromOption)
+		threads = env.copy_threads() ? env.copy_threads()
+					     : static_cast<unsigned>(bufmgr::default_copy_threads());
+	return std::make_unique<MemcpyMode>(s, threads);
+}
 
 } // namespace dmabench

@@ -22,6 +22,7 @@
 
 #include "../common/device.hpp"
 #include "../common/units.hpp"
+#include "bufmgr/copy_workers.hpp"
 #include "mode.hpp"
 #include "mprace/board.hpp"
 #include "plot.hpp"
@@ -58,6 +59,7 @@ void usage(std::FILE *f)
 "  cb<S> db<S> pb<S>x<N>[-c2h|-h2c]  ChunkBuffer, DoubleBuffer, PooledBuffer (libbufmgr)\n"
 "                      with DMA buffers of S bytes (N of them); both directions without suffix\n"
 "  memcpy              host memcpy, a reference that needs no board\n"
+"  memcpy-mt[N]        the same on N threads (default --copy-threads): the host's copy limit\n"
 "  hg gh fi fi-serial gi gi-serial   GPU paths (CUDA builds; thesis HG, GH, FI, GI)\n"
 "  default: %s\n"
 "\n"
@@ -75,6 +77,8 @@ void usage(std::FILE *f)
 "      --ref MODE|auto|none  efficiency reference (default auto: the raw DMA mode of the\n"
 "                         same direction; for fi/gi the slower of its two stages)\n"
 "      --pio-max SIZE     largest size for the PIO modes (default 1M)\n"
+"      --copy-threads N   threads of the buffer managers' copy and of memcpy-mt (1 to 64;\n"
+"                         default: libbufmgr's, half the CPUs, at most 4)\n"
 "  -c, --cpus LIST        pin dmabench (and the threads it starts) to CPUs, e.g. 0 or 2-3\n"
 "  -q, --quick            short run for CI: sizes %s, min-time 0.01, repeat 1\n"
 "  -o, --out PREFIX       write PREFIX.csv, PREFIX-fit.csv, PREFIX.json, PREFIX.svg and\n"
@@ -169,12 +173,13 @@ struct Config {
 	std::string device, ref = "auto", out = "dmabench", plot = "all", cpus, command_line;
 	bool progress = true;
 	std::uint64_t pio_max = 1 << 20;
+	unsigned copy_threads = 0; // 0: libbufmgr's default
 };
 
 // Parses and checks the command line; exits with EXIT_USAGE (or after --help) on its own.
 Config parse_command_line(int argc, char **argv)
 {
-	enum { OPT_VERIFY = 256, OPT_REF, OPT_PIO_MAX, OPT_PLOT, OPT_NO_PROGRESS, OPT_LIST_MODES };
+	enum { OPT_VERIFY = 256, OPT_REF, OPT_PIO_MAX, OPT_COPY_THREADS, OPT_PLOT, OPT_NO_PROGRESS, OPT_LIST_MODES };
 	static const struct option longopts[] = {
 		{"modes", required_argument, nullptr, 'm'},
 		{"device", required_argument, nullptr, 'd'},
@@ -186,6 +191,7 @@ Config parse_command_line(int argc, char **argv)
 		{"verify", no_argument, nullptr, OPT_VERIFY},
 		{"ref", required_argument, nullptr, OPT_REF},
 		{"pio-max", required_argument, nullptr, OPT_PIO_MAX},
+		{"copy-threads", required_argument, nullptr, OPT_COPY_THREADS},
 		{"cpus", required_argument, nullptr, 'c'},
 		{"quick", no_argument, nullptr, 'q'},
 		{"out", required_argument, nullptr, 'o'},
@@ -232,6 +238,11 @@ Config parse_command_line(int argc, char **argv)
 			case OPT_VERIFY: so.verify = true; break;
 			case OPT_REF: cfg.ref = optarg; break;
 			case OPT_PIO_MAX: cfg.pio_max = tools::parse_size(optarg); break;
+			case OPT_COPY_THREADS:
+				cfg.copy_threads = tools::parse_u32(optarg, "thread count");
+				if (cfg.copy_threads < 1 || cfg.copy_threads > bufmgr::CopyWorkers::max_threads)
+					usage_error(strprintf("--copy-threads takes 1 to %zu", bufmgr::CopyWorkers::max_threads));
+				break;
 			case 'c': cfg.cpus = optarg; tools::parse_cpu_list(cfg.cpus); break;
 			case 'q': quick = true; break;
 			case 'o': cfg.out = optarg; break;
@@ -461,6 +472,7 @@ int main(int argc, char **argv)
 
 	Env env(cfg.device, cfg.sweep.verify);
 	env.set_pio_max(cfg.pio_max);
+	env.set_copy_threads(cfg.copy_threads);
 	std::vector<std::string> failures;
 	std::size_t ran = 0;
 	int exit_code = measure(cfg, env, run, failures, ran);

@@ -106,6 +106,9 @@ public:
 
 	std::uint64_t pio_max() const { return pio_max_; }
 	void set_pio_max(std::uint64_t v) { pio_max_ = v; }
+	// --copy-threads: threads of the buffer managers' copy and of memcpy-mt (0: bufmgr's default).
+	unsigned copy_threads() const { return copy_threads_; }
+	void set_copy_threads(unsigned n) { copy_threads_ = n; }
 
 private:
 	std::string device_;
@@ -114,6 +117,7 @@ private:
 	std::unique_ptr<mprace::DMAEngine> engine_;
 	std::string open_error_;
 	std::uint64_t pio_max_ = 1 << 20;
+	unsigned copy_threads_ = 0;
 };
 
 struct ModeInfo {

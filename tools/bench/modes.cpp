@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "../common/units.hpp"
+#include "bufmgr/copy_workers.hpp"
 #include "mprace/engine_spec.h"
 
 using tools::format_size_short;
@@ -27,7 +28,9 @@ const std::vector<ModeInfo> &mode_table()
 		{"cb<S>[-c2h|-h2c]", "", "bufmgr ChunkBuffer, one DMA buffer of S bytes", false},
 		{"db<S>[-c2h|-h2c]", "", "bufmgr DoubleBuffer, two DMA buffers of S bytes", false},
 		{"pb<S>x<N>[-c2h|-h2c]", "", "bufmgr PooledBuffer, N DMA buffers of S bytes", false},
+		{"cb|db|pb...:i16f", "", "the same converting int16 on the board <-> float in the user buffer", false},
 		{"memcpy", "", "host memcpy between two buffers (no board needed)", false},
+		{"memcpy-mt[N]", "", "the same on N threads, as the buffer managers copy (N: --copy-threads)", false},
 		{"hg", "HG", "cudaMemcpy pinned host -> GPU (the host link's limit)", true},
 		{"gh", "GH", "cudaMemcpy GPU -> pinned host", true},
 		{"fi", "FI", "board -> host -> GPU pipelined through bufmgr's CUDA stage (default buffers)", true},
@@ -103,6 +106,20 @@ ModeSpec parse_mode(const std::string &name)
 			n = a.canonical;
 	if (n == "memcpy") {
 		s.family = Family::Memcpy;
+	} else if (n.compare(0, 9, "memcpy-mt") == 0) {
+		s.family = Family::Memcpy;
+		s.threads = kThreadsFromOption;
+		if (n.size() > 9) {
+			std::uint64_t t = 0;
+			try {
+				t = tools::parse_u64(n.substr(9), "thread count");
+			} catch (const std::invalid_argument &) {
+			}
+			if (t < 1 || t > bufmgr::CopyWorkers::max_threads)
+				throw BadMode("mode '" + name + "': memcpy-mt takes a thread count from 1 to " +
+					      std::to_string(bufmgr::CopyWorkers::max_threads) + ", e.g. memcpy-mt4");
+			s.threads = static_cast<unsigned>(t);
+		}
 	} else if (n == "c2h" || n == "h2c" || n == "c2h-umem" || n == "h2c-umem") {
 		s.family = Family::Dma;
 		s.c2h = n[0] == 'c';
@@ -135,6 +152,9 @@ ModeSpec parse_mode(const std::string &name)
 		s.family = Family::BufMgr;
 		s.algo = n[0];
 		std::string rest = n.substr(2);
+		s.samples = strip_suffix(rest, ":i16f");
+		if (rest.find(':') != std::string::npos)
+			throw BadMode("mode '" + name + "': the one conversion is :i16f (int16 <-> float)");
 		if (strip_suffix(rest, "-c2h"))
 			s.c2h = true;
 		else if (strip_suffix(rest, "-h2c"))
@@ -154,7 +174,8 @@ ModeSpec parse_mode(const std::string &name)
 	switch (s.family) {
 	case Family::BufMgr:
 		s.canonical = std::string(1, s.algo) + "b" + format_size_short(s.buf_size) +
-			      (s.algo == 'p' ? "x" + std::to_string(s.buf_count) : "") + (s.c2h ? "-c2h" : "-h2c");
+			      (s.algo == 'p' ? "x" + std::to_string(s.buf_count) : "") + (s.c2h ? "-c2h" : "-h2c") +
+			      (s.samples ? ":i16f" : "");
 		break;
 	case Family::Gpu:
 		s.canonical = s.gpu;
@@ -172,8 +193,13 @@ std::vector<std::string> expand_mode(const std::string &name)
 {
 	std::string n = to_lower(name);
 	bool bufmgr = (n.compare(0, 2, "cb") == 0 || n.compare(0, 2, "db") == 0 || n.compare(0, 2, "pb") == 0);
+	std::string conversion;
+	if (bufmgr && strip_suffix(n, ":i16f"))
+		conversion = ":i16f";
 	if (bufmgr && !(n.size() > 4 && (n.compare(n.size() - 4, 4, "-c2h") == 0 || n.compare(n.size() - 4, 4, "-h2c") == 0)))
-		return {parse_mode(name + "-c2h").canonical, parse_mode(name + "-h2c").canonical};
+		return {parse_mode(n + "-c2h" + conversion).canonical, parse_mode(n + "-h2c" + conversion).canonical};
+	if (bufmgr)
+		return {parse_mode(n + conversion).canonical};
 	return {parse_mode(name).canonical};
 }
 

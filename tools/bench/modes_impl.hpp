@@ -14,7 +14,7 @@
 namespace dmabench {
 
 enum class Family {
-	Memcpy,    // memcpy
+	Memcpy,    // memcpy, memcpy-mt[N]
 	Dma,       // c2h, h2c, c2h-umem, h2c-umem
 	Loopback,  // loopback
 	Pio,       // pio-read, pio-write
@@ -31,12 +31,17 @@ struct ModeSpec {
 	std::uint64_t buf_size = 0;
 	unsigned buf_count = 0;
 	std::string gpu;          // Gpu: "hg", "gh", "fi", "fi-serial", "gi", "gi-serial"
+	unsigned threads = 0;     // Memcpy: 0 plain memcpy; memcpy-mt: N, or kThreadsFromOption
+	bool samples = false;     // BufMgr ":i16f": int16 on the board, float in the user's buffer
 };
+
+// memcpy-mt without a count: as many threads as --copy-threads gives the buffer managers.
+constexpr unsigned kThreadsFromOption = ~0u;
 
 // Parses one canonical or user-spelled name with its direction; throws BadMode.
 ModeSpec parse_mode(const std::string &name);
 
-std::unique_ptr<Mode> make_memcpy_mode(const ModeSpec &s);
+std::unique_ptr<Mode> make_memcpy_mode(const ModeSpec &s, Env &env);
 std::unique_ptr<Mode> make_dma_mode(const ModeSpec &s, Env &env);
 std::unique_ptr<Mode> make_loopback_mode(const ModeSpec &s, Env &env);
 std::unique_ptr<Mode> make_pio_mode(const ModeSpec &s, Env &env);
