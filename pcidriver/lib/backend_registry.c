@@ -108,6 +108,7 @@ int pd_backend_register(const struct pd_backend_ops *ops)
 	return ret;
 }
 
+#ifdef PIC
 /* The plugin directories, in search order, as one colon-separated list. */
 static void plugin_path(char *buf, size_t len)
 {
@@ -119,7 +120,6 @@ static void plugin_path(char *buf, size_t len)
 		snprintf(buf, len, "%s", PD_BACKEND_DIR);
 }
 
-#ifdef PIC
 /* Loads dir/PREFIX.so for the first directory that has it; NULL (error set) when none does. */
 static const struct pd_backend_ops *load_plugin(const char *prefix, size_t len)
 {

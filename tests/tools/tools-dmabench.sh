@@ -13,7 +13,8 @@ run "$DMABENCH" --list-modes
 [ $rc -eq 0 ] && grep -q '^c2h ' "$WORK/out" && grep -q 'FH' "$WORK/out" && ok "--list-modes shows modes and thesis aliases" || not_ok "--list-modes"
 for bad in "--bogus" "-m c3h" "-s 4K:1K" "-s 4X" "--iterations 0" "--repeat 0" "-m" "--plot jpg" \
 	   "--ref nosuchmode" "-c 3-1" "-m db" "-m db3" "-m pb1Mx1" "-m pb6x4" "-o /proc/none/x" \
-	   "--copy-threads 0" "--copy-threads 65" "-m memcpy-mt0" "-m db64K:u8f"; do
+	   "--copy-threads 0" "--copy-threads 65" "-m memcpy-mt0" "-m db64K:u8f" "--h2c-sink none" \
+	   "--h2c-sink user --verify"; do
 	# shellcheck disable=SC2086  # word splitting wanted
 	run "$DMABENCH" $bad --device none
 	if [ $rc -eq 2 ] && grep -q '^Usage: dmabench' "$WORK/err" && [ ! -s "$WORK/out" ]; then
@@ -143,6 +144,14 @@ if [ $rc -eq 0 ] && [ "$(grep -c ',ok$' "$WORK/v/conv.csv")" -eq 8 ] &&
 	ok ":i16f both ways and memcpy-mt on 3 copy threads: every point verified"
 else
 	not_ok ":i16f / memcpy-mt --verify (rc=$rc)"; diag "$WORK/err" "$WORK/out" "$WORK/v/conv.csv"
+fi
+# H2C into the user logic (the virtual board drops it unread): the modes still run and move
+# their bytes, and --verify is refused (above).
+run "$DMABENCH" --device emu: -m h2c,db64K-h2c -s 64K,256K -n 2 --h2c-sink user --no-progress --plot none -o "$WORK/v/usersink"
+if [ $rc -eq 0 ] && [ "$(awk -F, 'NR > 1 && $2 == "h2c"' "$WORK/v/usersink.csv" | wc -l)" -eq 4 ]; then
+	ok "--h2c-sink user: H2C modes run"
+else
+	not_ok "--h2c-sink user (rc=$rc)"; diag "$WORK/err" "$WORK/v/usersink.csv"
 fi
 # The bufmgr modes are compared with raw DMA of their direction from the same run.
 run "$DMABENCH" --device emu: -m c2h,db64K-c2h -s 64K,1M -n 3 --no-progress --plot none -o "$WORK/v/eff"

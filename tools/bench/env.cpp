@@ -78,6 +78,8 @@ mprace::DMAEngine &Env::engine()
 void Env::route(unsigned c2h_source, unsigned h2c_sink)
 {
 	mprace::Board &b = board();
+	if (h2c_sink == MP_H2C_SINK_CHECKER && h2c_sink_user_)
+		h2c_sink = MP_H2C_SINK_USER;
 	auto src = static_cast<mprace::C2HSource>(c2h_source);
 	auto sink = static_cast<mprace::H2CSink>(h2c_sink);
 	if (b.c2hSource() != src || b.h2cSink() != sink)

@@ -77,6 +77,9 @@ void usage(std::FILE *f)
 "      --ref MODE|auto|none  efficiency reference (default auto: the raw DMA mode of the\n"
 "                         same direction; for fi/gi the slower of its two stages)\n"
 "      --pio-max SIZE     largest size for the PIO modes (default 1M)\n"
+"      --h2c-sink checker|user  where H2C data goes on the board (default checker, which\n"
+"                         --verify reads; user: the board's user logic, which the virtual\n"
+"                         board drops without reading it)\n"
 "      --copy-threads N   threads of the buffer managers' copy and of memcpy-mt (1 to 64;\n"
 "                         default: libbufmgr's, half the CPUs, at most 4)\n"
 "  -c, --cpus LIST        pin dmabench (and the threads it starts) to CPUs, e.g. 0 or 2-3\n"
@@ -174,12 +177,13 @@ struct Config {
 	bool progress = true;
 	std::uint64_t pio_max = 1 << 20;
 	unsigned copy_threads = 0; // 0: libbufmgr's default
+	bool h2c_sink_user = false;
 };
 
 // Parses and checks the command line; exits with EXIT_USAGE (or after --help) on its own.
 Config parse_command_line(int argc, char **argv)
 {
-	enum { OPT_VERIFY = 256, OPT_REF, OPT_PIO_MAX, OPT_COPY_THREADS, OPT_PLOT, OPT_NO_PROGRESS, OPT_LIST_MODES };
+	enum { OPT_VERIFY = 256, OPT_REF, OPT_PIO_MAX, OPT_COPY_THREADS, OPT_H2C_SINK, OPT_PLOT, OPT_NO_PROGRESS, OPT_LIST_MODES };
 	static const struct option longopts[] = {
 		{"modes", required_argument, nullptr, 'm'},
 		{"device", required_argument, nullptr, 'd'},
@@ -192,6 +196,7 @@ Config parse_command_line(int argc, char **argv)
 		{"ref", required_argument, nullptr, OPT_REF},
 		{"pio-max", required_argument, nullptr, OPT_PIO_MAX},
 		{"copy-threads", required_argument, nullptr, OPT_COPY_THREADS},
+		{"h2c-sink", required_argument, nullptr, OPT_H2C_SINK},
 		{"cpus", required_argument, nullptr, 'c'},
 		{"quick", no_argument, nullptr, 'q'},
 		{"out", required_argument, nullptr, 'o'},
@@ -246,6 +251,11 @@ Config parse_command_line(int argc, char **argv)
 			case 'c': cfg.cpus = optarg; tools::parse_cpu_list(cfg.cpus); break;
 			case 'q': quick = true; break;
 			case 'o': cfg.out = optarg; break;
+			case OPT_H2C_SINK:
+				if (std::strcmp(optarg, "checker") != 0 && std::strcmp(optarg, "user") != 0)
+					usage_error("--h2c-sink takes checker or user");
+				cfg.h2c_sink_user = std::strcmp(optarg, "user") == 0;
+				break;
 			case OPT_PLOT:
 				cfg.plot = optarg;
 				if (cfg.plot != "svg" && cfg.plot != "png" && cfg.plot != "all" && cfg.plot != "none")
@@ -299,6 +309,8 @@ Config parse_command_line(int argc, char **argv)
 	}
 	if (cfg.modes.empty())
 		usage_error("no mode given");
+	if (cfg.h2c_sink_user && so.verify)
+		usage_error("--verify checks H2C data with the board's checker: not with --h2c-sink user");
 	if (quick && !min_time_given)
 		so.min_time_s = 0.01;
 	if (quick && !repeat_given)
@@ -473,6 +485,7 @@ int main(int argc, char **argv)
 	Env env(cfg.device, cfg.sweep.verify);
 	env.set_pio_max(cfg.pio_max);
 	env.set_copy_threads(cfg.copy_threads);
+	env.set_h2c_sink_user(cfg.h2c_sink_user);
 	std::vector<std::string> failures;
 	std::size_t ran = 0;
 	int exit_code = measure(cfg, env, run, failures, ran);

@@ -109,6 +109,9 @@ public:
 	// --copy-threads: threads of the buffer managers' copy and of memcpy-mt (0: bufmgr's default).
 	unsigned copy_threads() const { return copy_threads_; }
 	void set_copy_threads(unsigned n) { copy_threads_ = n; }
+	// --h2c-sink user: H2C data goes to the board's user logic instead of the checker (which
+	// the virtual board drops unread: its own CPU cost left out); H2C cannot be verified then.
+	void set_h2c_sink_user(bool v) { h2c_sink_user_ = v; }
 
 private:
 	std::string device_;
@@ -118,6 +121,7 @@ private:
 	std::string open_error_;
 	std::uint64_t pio_max_ = 1 << 20;
 	unsigned copy_threads_ = 0;
+	bool h2c_sink_user_ = false;
 };
 
 struct ModeInfo {
