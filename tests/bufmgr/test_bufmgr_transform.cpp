@@ -128,6 +128,42 @@ START_TEST(test_float_to_int16)
 }
 END_TEST
 
+// The branch-free FloatToInt16 against the obvious one (NaN -> 0, clamp, nearbyint), on every
+// quarter from -40000 to 40000 (all the ties), the edges, and a million random bit patterns
+// (NaNs with payloads, infinities, denormals, -0).
+START_TEST(test_float_to_int16_exhaustive)
+{
+	auto reference = [](float y) -> std::int16_t {
+		if (std::isnan(y))
+			return 0;
+		y = std::min(std::max(y, -32768.0f), 32767.0f);
+		return static_cast<std::int16_t>(std::nearbyint(y));
+	};
+	std::vector<float> in;
+	for (int k = -160000; k <= 160000; ++k)
+		in.push_back(k / 4.0f);
+	for (float e : {32767.49f, 32767.5f, 32767.51f, 32768.0f, -32768.49f, -32768.5f, -32768.51f,
+			-32769.0f, 8388608.0f, 12582912.0f, -12582912.0f, 3e38f, -3e38f, 1e-40f, -0.0f})
+		in.push_back(e);
+	std::mt19937 rng(5);
+	for (int k = 0; k < 1000000; ++k) {
+		const std::uint32_t b = rng();
+		float f;
+		std::memcpy(&f, &b, 4);
+		in.push_back(f);
+	}
+	std::vector<std::int16_t> out(in.size());
+	detail::apply_transform(FloatToInt16(), in.data(), out.data(), in.size());
+	for (std::size_t k = 0; k < in.size(); ++k)
+		ck_assert_msg(out[k] == reference(in[k]), "%a gave %d, want %d", static_cast<double>(in[k]), out[k],
+			      reference(in[k]));
+	// and through a scale
+	detail::apply_transform(FloatToInt16(3.0f), in.data(), out.data(), in.size());
+	for (std::size_t k = 0; k < in.size(); ++k)
+		ck_assert_int_eq(out[k], reference(in[k] * 3.0f));
+}
+END_TEST
+
 START_TEST(test_user_functor)
 {
 	const std::uint32_t key = 0x5a5a5a5au;
@@ -232,6 +268,7 @@ extern "C" Suite *test_suite(void)
 	tcase_add_test(tc, test_byteswap);
 	tcase_add_test(tc, test_int16_to_float);
 	tcase_add_test(tc, test_float_to_int16);
+	tcase_add_test(tc, test_float_to_int16_exhaustive);
 	tcase_add_test(tc, test_user_functor);
 	tcase_add_test(tc, test_block_form_preferred);
 	tcase_add_test(tc, test_read_with_transforms);

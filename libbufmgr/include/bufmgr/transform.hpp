@@ -83,20 +83,29 @@ struct FloatToInt16 {
 	constexpr FloatToInt16() noexcept = default;
 	constexpr explicit FloatToInt16(float s) noexcept : scale(s) {}
 	// Rounded to nearest (ties to even), saturated to [-32768, 32767]; NaN gives 0.
-	// Branch-free, so that the copy loop vectorises: adding and subtracting 1.5 * 2^23 rounds a
-	// float of magnitude below 2^22 to the nearest integer, ties to even (in the default
-	// rounding mode; -ffast-math would fold it away, so that build calls nearbyint instead).
+	// Branch-free, so that the copy loop vectorises (GCC does not if-convert float comparisons
+	// while floating-point exceptions may trap, its default): NaN and the saturation are
+	// handled on the bits of |y| as integers, whose order is that of the magnitudes. Adding and
+	// subtracting 1.5 * 2^23 then rounds |y| <= 32768 to the nearest integer, ties to even (in
+	// the default rounding mode; -ffast-math would fold it away, so that build calls nearbyint).
 	std::int16_t operator()(float v) const noexcept
 	{
-		float y = v * scale;
-		y = y == y ? y : 0.0f;
-		y = y < -32768.0f ? -32768.0f : (y > 32767.0f ? 32767.0f : y);
+		const float y = v * scale;
+		std::uint32_t bits;
+		std::memcpy(&bits, &y, sizeof bits);
+		std::uint32_t mag = bits & 0x7fffffffu;
+		mag = mag > 0x7f800000u ? 0u : mag;                // NaN: 0
+		mag = mag > 0x47000000u ? 0x47000000u : mag;       // |y| > 32768: 32768
+		bits = (bits & 0x80000000u) | mag;
+		float z;
+		std::memcpy(&z, &bits, sizeof z);
 #ifdef __FAST_MATH__
-		return static_cast<std::int16_t>(std::nearbyint(y));
+		std::int32_t i = static_cast<std::int32_t>(std::nearbyint(z));
 #else
 		constexpr float round_bias = 12582912.0f;
-		return static_cast<std::int16_t>(static_cast<std::int32_t>((y + round_bias) - round_bias));
+		std::int32_t i = static_cast<std::int32_t>((z + round_bias) - round_bias);
 #endif
+		return static_cast<std::int16_t>(i > 32767 ? 32767 : i); // [-32768, 32768] -> int16
 	}
 };
 
