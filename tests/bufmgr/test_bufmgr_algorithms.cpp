@@ -216,6 +216,56 @@ START_TEST(test_rate_model)
 }
 END_TEST
 
+// Where one-shot transfers cut their bytes: whole, in order, pieces of the unit, full chunks
+// but for the halving pieces at the end of a read (start of a write), none with one buffer.
+START_TEST(test_chunk_plan)
+{
+	using detail::ChunkPlan;
+	const std::size_t M = 1 << 20;
+	for (std::size_t chunk : {4 * M, M, M / 4, M / 16}) {
+		for (std::size_t total : {std::size_t{4}, 300 * M / 1024, M, M + 36, 4 * M, 4 * M + 8, 64 * M + 12}) {
+			for (bool read : {true, false}) {
+				for (bool split : {true, false}) {
+					const ChunkPlan p(total, chunk, 4, read, split);
+					std::size_t sum = 0, pieces_below_chunk = 0;
+					for (std::size_t c = 0; c < p.count(); ++c) {
+						const std::size_t n = p.len(c);
+						ck_assert_uint_gt(n, 0);
+						ck_assert_uint_le(n, chunk);
+						ck_assert_uint_eq(n % 4, 0);
+						pieces_below_chunk += n < chunk;
+						sum += n;
+					}
+					ck_assert_uint_eq(sum, total);
+					const std::size_t plain = (total + chunk - 1) / chunk;
+					if (!split || chunk < 2 * ChunkPlan::min_piece) {
+						ck_assert_uint_eq(p.count(), plain);
+						continue;
+					}
+					// the exposed end: the smallest piece, no larger than min_piece * 2
+					const std::size_t end = p.len(read ? p.count() - 1 : 0);
+					if (total >= 2 * ChunkPlan::min_piece)
+						ck_assert_uint_lt(end, 2 * ChunkPlan::min_piece);
+					ck_assert_uint_le(p.count(), plain + 8);
+					(void)pieces_below_chunk;
+				}
+			}
+		}
+	}
+	// 4 MiB buffers, 64 MiB read: 15 full chunks, then 2M, 1M, 512K, 256K, 256K
+	const ChunkPlan r(64 * M, 4 * M, 4, true);
+	ck_assert_uint_eq(r.count(), 20);
+	ck_assert_uint_eq(r.len(14), 4 * M);
+	ck_assert_uint_eq(r.len(15), 2 * M);
+	ck_assert_uint_eq(r.len(18), 256u << 10);
+	ck_assert_uint_eq(r.len(19), 256u << 10);
+	const ChunkPlan w(64 * M, 4 * M, 4, false);
+	ck_assert_uint_eq(w.len(0), 256u << 10);
+	ck_assert_uint_eq(w.len(4), 2 * M);
+	ck_assert_uint_eq(w.len(5), 4 * M);
+}
+END_TEST
+
 extern "C" Suite *test_suite(void)
 {
 	Suite *s = suite_create("bufmgr_algorithms");
@@ -232,6 +282,7 @@ extern "C" Suite *test_suite(void)
 	tcase_add_test(tc, test_argument_errors);
 	tcase_add_test(tc, test_short_packet);
 	tcase_add_test(tc, test_rate_model);
+	tcase_add_test(tc, test_chunk_plan);
 	suite_add_tcase(s, tc);
 	return s;
 }

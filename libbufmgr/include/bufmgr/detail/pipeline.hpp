@@ -29,6 +29,61 @@ inline std::size_t chunk_bytes(std::size_t buffer_size, std::size_t granule, std
 	return buffer_size / unit * unit;
 }
 
+// Where a one-shot read or write cuts its bytes into DMA chunks. Full chunks, except around
+// the one copy that cannot overlap a transfer: a read's copy of its last chunk and a write's
+// copy of its first. That chunk's worth is cut into halving pieces (chunk/2, chunk/4, ... down
+// to min_piece; a write takes them in reverse), so the exposed copy is of min_piece bytes, not
+// of a whole buffer, while each piece's copy still hides behind the next piece's transfer when
+// copying is at least twice as fast as the link. A partial chunk goes first (read) or last
+// (write), next to the other end's latency. Every piece is a multiple of unit. With one buffer
+// (ChunkBuffer) nothing overlaps, so nothing is split.
+class ChunkPlan {
+public:
+	static constexpr std::size_t min_piece = 256 << 10;
+
+	ChunkPlan(std::size_t total, std::size_t chunk, std::size_t unit, bool read, bool split = true) noexcept
+		: chunk_(chunk), read_(read)
+	{
+		split_ = total < chunk ? total : chunk;
+		const std::size_t rest = total - split_;
+		front_ = rest % chunk;
+		full_ = rest / chunk;
+		while (split && halvings_ < 8 && (split_ >> (halvings_ + 1)) / unit * unit >= min_piece)
+			++halvings_;
+		unit_ = unit;
+		count_ = (front_ ? 1 : 0) + full_ + halvings_ + 1;
+	}
+
+	std::size_t count() const noexcept { return count_; }
+
+	// Bytes of chunk c < count().
+	std::size_t len(std::size_t c) const noexcept
+	{
+		if (!read_)
+			c = count_ - 1 - c; // a write is a read's cuts in reverse
+		if (front_) {
+			if (c == 0)
+				return front_;
+			--c;
+		}
+		if (c < full_)
+			return chunk_;
+		c -= full_;
+		if (c < halvings_)
+			return piece(c);
+		std::size_t last = split_;
+		for (std::size_t k = 0; k < halvings_; ++k)
+			last -= piece(k);
+		return last;
+	}
+
+private:
+	std::size_t piece(std::size_t k) const noexcept { return (split_ >> (k + 1)) / unit_ * unit_; }
+
+	std::size_t chunk_, split_, front_, full_, unit_ = 1, halvings_ = 0, count_;
+	bool read_;
+};
+
 inline std::size_t checked_bytes(std::size_t count, std::size_t elem, std::size_t granule, const char *what)
 {
 	if (count > std::numeric_limits<std::size_t>::max() / elem)
@@ -86,8 +141,9 @@ std::size_t pipelined_read(Transfer &t, X &x, CopyWorkers *workers, std::size_t 
 	const std::size_t nbuf = std::min(depth, t.buffer_count());
 	if (chunk == 0 || nbuf == 0)
 		throw Error(EINVAL, "bufmgr: read: no DMA buffer large enough for one element");
-	const std::size_t nchunks = (total + chunk - 1) / chunk;
-	auto len = [&](std::size_t c) { return c + 1 < nchunks ? chunk : total - c * chunk; };
+	const ChunkPlan plan(total, chunk, std::lcm(t.granule(), sizeof(In)), true, nbuf > 1);
+	const std::size_t nchunks = plan.count();
+	auto len = [&](std::size_t c) { return plan.len(c); };
 
 	CancelGuard<Transfer> guard(t, d);
 	std::size_t issued = 0;
@@ -130,8 +186,9 @@ void pipelined_write(Transfer &t, X &x, CopyWorkers *workers, std::size_t depth,
 	const std::size_t nbuf = std::min(depth, t.buffer_count());
 	if (chunk == 0 || nbuf == 0)
 		throw Error(EINVAL, "bufmgr: write: no DMA buffer large enough for one element");
-	const std::size_t nchunks = (total + chunk - 1) / chunk;
-	auto len = [&](std::size_t c) { return c + 1 < nchunks ? chunk : total - c * chunk; };
+	const ChunkPlan plan(total, chunk, std::lcm(t.granule(), sizeof(Out)), false, nbuf > 1);
+	const std::size_t nchunks = plan.count();
+	auto len = [&](std::size_t c) { return plan.len(c); };
 	auto finish = [&](std::size_t c) {
 		if (t.wait(d, c % nbuf) != len(c))
 			throw Error(EIO, "bufmgr: write: the transfer drained fewer bytes than queued");
