@@ -160,6 +160,16 @@ case $eff in
 	[0-9]*.[0-9]*,c2h) ok "efficiency of db64K-c2h against c2h at the same size ($eff)" ;;
 	*) not_ok "efficiency column: '$eff'"; diag "$WORK/v/eff.csv" ;;
 esac
+# ... and the same figure in the summary's table by size (1M is one of its sizes; 64K is not)
+csv_pct=$(awk -F, '$1 == "db64K-c2h" && $3 == 1048576 { print 100 * $8 }' "$WORK/v/eff.csv")
+table=$(sed -n '/^efficiency by size/,/^$/p' "$WORK/out")
+tab_pct=$(echo "$table" | awk '$1 == "db64K-c2h" { sub("%", "", $2); print $2 }')
+if echo "$table" | grep -q '^  mode  *1M$' &&
+   awk -v a="$csv_pct" -v b="$tab_pct" 'BEGIN { d = a - b; exit !(b != "" && d < 0.06 && d > -0.06) }'; then
+	ok "summary: efficiency by size shows db64K-c2h at 1M ($tab_pct%)"
+else
+	not_ok "efficiency by size table (csv $csv_pct, table $tab_pct)"; diag "$WORK/out"
+fi
 
 # A DMA error mid-run (the virtual board's injected bus error at C2H descriptor 5): the mode is
 # reported as failed, the engine recovers for the next mode, and the status is 1.

@@ -177,6 +177,45 @@ void write_summary(std::ostream &os, const Run &run)
 	}
 	for (const auto &s : run.skipped)
 		os << strprintf("  %-22s skipped: %s\n", s.mode.c_str(), s.reason.c_str());
+	write_efficiency_by_size(os, run);
+}
+
+void write_efficiency_by_size(std::ostream &os, const Run &run)
+{
+	// The sizes performance targets are stated for, where the sweep has them; else its largest.
+	std::vector<std::uint64_t> all;
+	bool any = false;
+	for (const auto &m : run.modes)
+		for (const auto &p : m.points) {
+			if (std::find(all.begin(), all.end(), p.bytes) == all.end())
+				all.push_back(p.bytes);
+			any |= std::isfinite(p.efficiency);
+		}
+	if (!any)
+		return;
+	std::sort(all.begin(), all.end());
+	std::vector<std::uint64_t> cols;
+	for (std::uint64_t b : all)
+		if (b == 1u << 20 || b == 8u << 20 || b == 64u << 20 || b == 256u << 20 || b == 1u << 30)
+			cols.push_back(b);
+	if (cols.empty())
+		cols.assign(all.size() > 4 ? all.end() - 4 : all.begin(), all.end());
+	os << "efficiency by size (throughput / the reference's at the same size)\n";
+	os << strprintf("  %-22s", "mode");
+	for (std::uint64_t b : cols)
+		os << strprintf(" %8s", tools::format_size_short(b).c_str());
+	os << "\n";
+	for (const auto &m : run.modes) {
+		if (m.reference.empty())
+			continue;
+		os << strprintf("  %-22s", m.name.c_str());
+		for (std::uint64_t b : cols) {
+			auto p = std::find_if(m.points.begin(), m.points.end(), [b](const Point &q) { return q.bytes == b; });
+			os << (p != m.points.end() && std::isfinite(p->efficiency) ? strprintf(" %7.1f%%", 100 * p->efficiency)
+										 : strprintf(" %8s", "-"));
+		}
+		os << "\n";
+	}
 }
 
 void write_points_csv(std::ostream &os, const Run &run)

@@ -23,6 +23,8 @@ bool apply_reference(ModeResult &m, const Run &run);
 
 void write_mode_table(std::ostream &os, const ModeResult &m);
 void write_summary(std::ostream &os, const Run &run);
+// Part of the summary: each mode's efficiency at 1M, 8M, 64M, 256M, 1G where measured.
+void write_efficiency_by_size(std::ostream &os, const Run &run);
 void write_points_csv(std::ostream &os, const Run &run);
 void write_fit_csv(std::ostream &os, const Run &run);
 void write_json(std::ostream &os, const Run &run);
