@@ -2,6 +2,7 @@
 // CUDA kernels that fill and check the counter pattern in GPU memory (see gpu_pattern.h).
 #include <cstdint>
 
+#include "bufmgr/cuda_transform.cuh"
 #include "gpu_pattern.h"
 #include "mprace/pattern.h"
 
@@ -21,6 +22,33 @@ __global__ void check_kernel(const std::uint32_t *d, std::size_t nwords, std::ui
 	for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < nwords;
 	     i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
 		if (d[i] != mp_pattern_word(seed, i)) {
+			++mine;
+			atomicMin(first, static_cast<unsigned long long>(i));
+		}
+	if (mine)
+		atomicAdd(bad, mine);
+}
+
+__device__ float sample(std::uint32_t seed, std::size_t k, float scale)
+{
+	const std::uint32_t w = mp_pattern_word(seed, k / 2);
+	return bufmgr::Int16ToFloat(scale)(static_cast<std::int16_t>(k % 2 ? w >> 16 : w & 0xffff));
+}
+
+__global__ void fill_samples_kernel(float *d, std::size_t n, std::uint32_t seed, float scale)
+{
+	for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+	     i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+		d[i] = sample(seed, i, scale);
+}
+
+__global__ void check_samples_kernel(const float *d, std::size_t n, std::uint32_t seed, float scale,
+				     unsigned long long *bad, unsigned long long *first)
+{
+	unsigned long long mine = 0;
+	for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+	     i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+		if (__float_as_uint(d[i]) != __float_as_uint(sample(seed, i, scale))) {
 			++mine;
 			atomicMin(first, static_cast<unsigned long long>(i));
 		}
@@ -66,4 +94,43 @@ cudaError_t gpu_check_pattern(const void *d, std::size_t bytes, std::uint32_t se
 	*bad = out[0];
 	*first_bad = out[1];
 	return e;
+}
+
+cudaError_t gpu_fill_samples(float *d, std::size_t n, std::uint32_t seed, float scale)
+{
+	fill_samples_kernel<<<blocks_for(n), 256>>>(d, n, seed, scale);
+	cudaError_t e = cudaGetLastError();
+	return e != cudaSuccess ? e : cudaDeviceSynchronize();
+}
+
+cudaError_t gpu_check_samples(const float *d, std::size_t n, std::uint32_t seed, float scale,
+			      unsigned long long *bad, unsigned long long *first_bad)
+{
+	unsigned long long *counters = nullptr;
+	cudaError_t e = cudaMalloc(&counters, 2 * sizeof(unsigned long long));
+	if (e != cudaSuccess)
+		return e;
+	const unsigned long long init[2] = {0, ~0ull};
+	e = cudaMemcpy(counters, init, sizeof(init), cudaMemcpyHostToDevice);
+	if (e == cudaSuccess) {
+		check_samples_kernel<<<blocks_for(n), 256>>>(d, n, seed, scale, counters, counters + 1);
+		e = cudaGetLastError();
+	}
+	unsigned long long out[2] = {0, ~0ull};
+	if (e == cudaSuccess)
+		e = cudaMemcpy(out, counters, sizeof(out), cudaMemcpyDeviceToHost);
+	cudaFree(counters);
+	*bad = out[0];
+	*first_bad = out[1];
+	return e;
+}
+
+bufmgr::cuda::GpuConversion gpu_int16_to_float(float scale, bufmgr::cuda::GpuConvertPath path)
+{
+	return bufmgr::cuda::make_gpu_conversion(bufmgr::Int16ToFloat(scale), path);
+}
+
+bufmgr::cuda::GpuConversion gpu_float_to_int16(float scale, bufmgr::cuda::GpuConvertPath path)
+{
+	return bufmgr::cuda::make_gpu_conversion(bufmgr::FloatToInt16(scale), path);
 }

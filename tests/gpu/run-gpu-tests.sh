@@ -59,7 +59,7 @@ mk=$build/Makefile
 	done
 	echo "LIBOBJS =$objs"
 	echo "all: test_gpu_refuse test_gpu_stage bench_gpu_stage bufmgr_bench"
-	echo "obj/gpu_pattern.o: \$(TOP)/tests/gpu/gpu_pattern.cu \$(TOP)/tests/gpu/gpu_pattern.h; \$(NVCC) \$(NVCCFLAGS) -I\$(TOP)/spec/include -c -o \$@ \$<"
+	echo "obj/gpu_pattern.o: \$(TOP)/tests/gpu/gpu_pattern.cu \$(TOP)/tests/gpu/gpu_pattern.h; \$(NVCC) \$(NVCCFLAGS) -std=c++17 -I\$(TOP)/spec/include -I\$(TOP)/libbufmgr/include -I\$(TOP)/pcidriver/lib -c -o \$@ \$<"
 	for t in test_gpu_refuse test_gpu_stage bench_gpu_stage; do
 		echo "$t: \$(TOP)/tests/gpu/$t.cpp obj/gpu_pattern.o \$(LIBOBJS); \$(CXX) \$(CPPFLAGS) \$(CXXFLAGS) -MMD -o \$@ \$< obj/gpu_pattern.o \$(LIBOBJS) \$(LIBS)"
 	done

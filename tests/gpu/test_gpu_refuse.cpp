@@ -60,5 +60,15 @@ int main()
 		report(e.err == EINVAL && names_the_problem(e.what), "EINVAL naming the problem",
 		       "errno %d: %s", e.err, e.what.c_str());
 	});
+	gputest::run("an incomplete GpuConversion is refused before any CUDA call", [] {
+		cuda::CudaOptions o;
+		o.conversion.launch = [](const void *, const void *, void *, std::size_t, cudaStream_t) {
+			return cudaSuccess;
+		};
+		o.conversion.in_size = 2; // out_size and the transform missing
+		auto e = thrown([&] { cuda::CudaTransfer t(o); });
+		report(e.err == EINVAL && e.what.find("make_gpu_conversion") != std::string::npos,
+		       "EINVAL naming make_gpu_conversion", "errno %d: %s", e.err, e.what.c_str());
+	});
 	return gputest::finish();
 }

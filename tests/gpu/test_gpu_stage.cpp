@@ -2,9 +2,10 @@
 // The CUDA stage on a real GPU: FPGA -> host -> GPU and GPU -> host -> FPGA through
 // cudaHostRegister'd user-memory DMA buffers, with the board played by the virtual board (its
 // pattern generator and checker) and by the host-only memcpy transfer; data verified in GPU
-// memory by a CUDA kernel (gpu_pattern.cu) and on the board by its checker. Also: the CUDA
-// Transfer in the ordinary algorithms (pinned staging buffers, with a transform), a register
-// failure, errors mid-transfer, abort. Exits 77 (skip) without a GPU.
+// memory by a CUDA kernel (gpu_pattern.cu) and on the board by its checker. Also: conversions on
+// the GPU (int16 <-> float, zero-copy and copy-then-kernel, aligned and not), the per-chunk
+// hook, the CUDA Transfer in the ordinary algorithms (pinned staging buffers, with a transform),
+// a register failure, errors mid-transfer, abort. Exits 77 (skip) without a GPU.
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -163,6 +164,79 @@ int main()
 		pb.transfer().set_source(big.data(), 8);
 		auto e = thrown([&] { pb.read(back.data(), 4); });
 		report(e.err == ENOSPC, "reading past the GPU region: ENOSPC", "errno %d: %s", e.err, e.what.c_str());
+	});
+
+	for (auto path : {cuda::GpuConvertPath::zero_copy, cuda::GpuConvertPath::copy_then_kernel}) {
+		const std::string how = path == cuda::GpuConvertPath::zero_copy ? "zero-copy kernel" : "copy, then kernel";
+		gputest::run("int16 -> float on the GPU (" + how + "), board -> GPU", [&] {
+			Rig r("emu:link=gen3x8");
+			cuda::CudaOptions o;
+			o.conversion = gpu_int16_to_float(1.0f / 32768, path);
+			cuda::FpgaToGpu<MpraceTransfer> f(r.user(), 4, MiB, o);
+			cuda::DeviceBuffer floats = gpu_buffer(2 * (64 * MiB + 12) + 4);
+			std::uint32_t seed = 0x1600;
+			for (std::size_t n : sizes) {
+				for (std::size_t at : {std::size_t{0}, std::size_t{4}}) { // aligned, and not (elementwise)
+					r.board.setPatternSeed(seed);
+					gpu_poison(floats);
+					auto *dst = reinterpret_cast<float *>(static_cast<std::byte *>(floats.data()) + at);
+					const std::string what = how + " " + std::to_string(n) + " bytes at +" + std::to_string(at);
+					report(f.transfer(dst, n) == n, what + ": board bytes moved");
+					unsigned long long bad = 0, first = 0;
+					cuda::check(gpu_check_samples(dst, n / 2, seed, 1.0f / 32768, &bad, &first), "gpu_check_samples");
+					report(bad == 0, what + ": floats", "%llu of %zu differ, first at %llu", bad, n / 2, first);
+					std::uint32_t after = 0;
+					cuda::check(cudaMemcpy(&after, dst + n / 2, 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
+					report(after == 0xffffffffu, what + ": nothing written past the end", "0x%08x", after);
+					seed += 0x10000;
+				}
+			}
+		});
+
+		gputest::run("float -> int16 on the GPU (" + how + "), GPU -> board checker", [&] {
+			Rig r("emu:link=gen3x8");
+			cuda::CudaOptions o;
+			o.conversion = gpu_float_to_int16(32768.0f, path);
+			cuda::GpuToFpga<MpraceTransfer> g(r.user(), 4, MiB, o);
+			cuda::DeviceBuffer floats(2 * (64 * MiB + 12));
+			for (std::size_t n : {std::size_t{4 * KiB + 4}, 64 * MiB + 12}) {
+				cuda::check(gpu_fill_samples(static_cast<float *>(floats.data()), n / 2, 0x2700, 1.0f / 32768),
+					    "gpu_fill_samples");
+				r.board.resetChecker(0x2700);
+				report(g.transfer(floats.data(), n) == n, how + " " + std::to_string(n) + ": bytes moved");
+				mprace::CheckerCounts c = r.board.checker();
+				report(c.words == n / 4 && c.errors == 0, how + " " + std::to_string(n) + ": the board's checker",
+				       "words %u of %zu, errors %u", c.words, n / 4, c.errors);
+			}
+		});
+	}
+
+	gputest::run("on_chunk: each chunk once, in order, after it landed and before its buffer returns", [&] {
+		Rig r("emu:link=gen3x8");
+		const std::size_t n = 16 * MiB + 4;
+		cuda::DeviceBuffer copy = gpu_buffer(n);
+		std::vector<cuda::GpuChunk> seen;
+		cuda::CudaOptions o;
+		o.on_chunk = [&](const cuda::GpuChunk &c, cudaStream_t st) {
+			seen.push_back(c);
+			// stream-ordered: this copy sees the chunk's data only if it runs after the chunk landed
+			const std::size_t off = static_cast<std::byte *>(c.gpu) - static_cast<std::byte *>(big.data());
+			cuda::check(cudaMemcpyAsync(static_cast<std::byte *>(copy.data()) + off, c.gpu, c.gpu_bytes,
+						    cudaMemcpyDeviceToDevice, st), "cudaMemcpyAsync in the hook");
+		};
+		cuda::FpgaToGpu<MpraceTransfer> f(r.user(), 3, MiB, o);
+		r.board.setPatternSeed(0x3100);
+		report(f.transfer(big.data(), n) == n, "bytes moved");
+		cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+		std::size_t at = 0;
+		bool in_order = true;
+		for (std::size_t k = 0; k < seen.size(); ++k) {
+			in_order &= seen[k].sequence == k && seen[k].gpu == static_cast<std::byte *>(big.data()) + at &&
+				    seen[k].gpu_bytes == seen[k].host_bytes && seen[k].buffer < 3;
+			at += seen[k].gpu_bytes;
+		}
+		report(in_order && at == n, "chunks in order, covering the transfer", "%zu chunks, %zu bytes", seen.size(), at);
+		gpu_expect_pattern(copy.data(), n, 0x3100, "the hook's copy of every chunk");
 	});
 
 	gputest::run("cudaHostRegister failure is an error, not a slow path", [&] {

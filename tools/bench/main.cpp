@@ -80,6 +80,8 @@ void usage(std::FILE *f)
 "      --h2c-sink checker|user  where H2C data goes on the board (default checker, which\n"
 "                         --verify reads; user: the board's user logic, which the virtual\n"
 "                         board drops without reading it)\n"
+"      --gpu-convert zero-copy|kernel  how fi/gi ...:i16f convert on the GPU: one kernel\n"
+"                         reading the host buffer (default), or a copy, then a kernel\n"
 "      --copy-threads N   threads of the buffer managers' copy and of memcpy-mt (1 to 64;\n"
 "                         default: libbufmgr's, half the CPUs, at most 4)\n"
 "  -c, --cpus LIST        pin dmabench (and the threads it starts) to CPUs, e.g. 0 or 2-3\n"
@@ -178,12 +180,13 @@ struct Config {
 	std::uint64_t pio_max = 1 << 20;
 	unsigned copy_threads = 0; // 0: libbufmgr's default
 	bool h2c_sink_user = false;
+	bool gpu_convert_kernel = false;
 };
 
 // Parses and checks the command line; exits with EXIT_USAGE (or after --help) on its own.
 Config parse_command_line(int argc, char **argv)
 {
-	enum { OPT_VERIFY = 256, OPT_REF, OPT_PIO_MAX, OPT_COPY_THREADS, OPT_H2C_SINK, OPT_PLOT, OPT_NO_PROGRESS, OPT_LIST_MODES };
+	enum { OPT_VERIFY = 256, OPT_REF, OPT_PIO_MAX, OPT_COPY_THREADS, OPT_H2C_SINK, OPT_GPU_CONVERT, OPT_PLOT, OPT_NO_PROGRESS, OPT_LIST_MODES };
 	static const struct option longopts[] = {
 		{"modes", required_argument, nullptr, 'm'},
 		{"device", required_argument, nullptr, 'd'},
@@ -197,6 +200,7 @@ Config parse_command_line(int argc, char **argv)
 		{"pio-max", required_argument, nullptr, OPT_PIO_MAX},
 		{"copy-threads", required_argument, nullptr, OPT_COPY_THREADS},
 		{"h2c-sink", required_argument, nullptr, OPT_H2C_SINK},
+		{"gpu-convert", required_argument, nullptr, OPT_GPU_CONVERT},
 		{"cpus", required_argument, nullptr, 'c'},
 		{"quick", no_argument, nullptr, 'q'},
 		{"out", required_argument, nullptr, 'o'},
@@ -255,6 +259,11 @@ Config parse_command_line(int argc, char **argv)
 				if (std::strcmp(optarg, "checker") != 0 && std::strcmp(optarg, "user") != 0)
 					usage_error("--h2c-sink takes checker or user");
 				cfg.h2c_sink_user = std::strcmp(optarg, "user") == 0;
+				break;
+			case OPT_GPU_CONVERT:
+				if (std::strcmp(optarg, "zero-copy") != 0 && std::strcmp(optarg, "kernel") != 0)
+					usage_error("--gpu-convert takes zero-copy or kernel");
+				cfg.gpu_convert_kernel = std::strcmp(optarg, "kernel") == 0;
 				break;
 			case OPT_PLOT:
 				cfg.plot = optarg;
@@ -486,6 +495,7 @@ int main(int argc, char **argv)
 	env.set_pio_max(cfg.pio_max);
 	env.set_copy_threads(cfg.copy_threads);
 	env.set_h2c_sink_user(cfg.h2c_sink_user);
+	env.set_gpu_convert_kernel(cfg.gpu_convert_kernel);
 	std::vector<std::string> failures;
 	std::size_t ran = 0;
 	int exit_code = measure(cfg, env, run, failures, ran);

@@ -112,6 +112,10 @@ public:
 	// --h2c-sink user: H2C data goes to the board's user logic instead of the checker (which
 	// the virtual board drops unread: its own CPU cost left out); H2C cannot be verified then.
 	void set_h2c_sink_user(bool v) { h2c_sink_user_ = v; }
+	// --gpu-convert: how fi/gi ":i16f" convert on the GPU (true: copy, then a kernel;
+	// false: one zero-copy kernel, libbufmgr's default).
+	bool gpu_convert_kernel() const { return gpu_convert_kernel_; }
+	void set_gpu_convert_kernel(bool v) { gpu_convert_kernel_ = v; }
 
 private:
 	std::string device_;
@@ -122,6 +126,7 @@ private:
 	std::uint64_t pio_max_ = 1 << 20;
 	unsigned copy_threads_ = 0;
 	bool h2c_sink_user_ = false;
+	bool gpu_convert_kernel_ = false;
 };
 
 struct ModeInfo {

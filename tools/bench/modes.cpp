@@ -39,6 +39,7 @@ const std::vector<ModeInfo> &mode_table()
 		{"gi", "GI", "GPU -> host -> board pipelined through bufmgr's CUDA stage", true},
 		{"gi-db<S> gi-pb<S>x<N>", "", "the same with a DoubleBuffer / PooledBuffer", true},
 		{"gi-serial", "", "cudaMemcpy to user memory, then DMA (serial)", true},
+		{"fi...:i16f gi...:i16f", "", "fi/gi converting int16 on the board <-> float on the GPU, on the GPU", true},
 	};
 	return t;
 }
@@ -134,10 +135,15 @@ ModeSpec parse_mode(const std::string &name)
 		s.gpu = n;
 	} else if (n == "fr" || n == "gr") {
 		throw BadMode("mode '" + name + "': peer-to-peer (GPUDirect RDMA) is not supported; use fi/gi");
-	} else if (n.compare(0, 3, "fi-") == 0 || n.compare(0, 3, "gi-") == 0) {
+	} else if ((n.compare(0, 3, "fi-") == 0 || n.compare(0, 3, "gi-") == 0 || n.compare(0, 3, "fi:") == 0 ||
+		    n.compare(0, 3, "gi:") == 0) && n.find("-serial") == std::string::npos) {
 		s.family = Family::Gpu;
 		s.gpu = n.substr(0, 2);
 		std::string rest = n.substr(3);
+		s.samples = strip_suffix(n, ":i16f");
+		if (n.find(':') != std::string::npos)
+			throw BadMode("mode '" + name + "': the one conversion is :i16f (int16 <-> float)");
+		rest = n.size() > 3 ? n.substr(3) : std::string();
 		if (rest.compare(0, 2, "db") == 0) {
 			s.algo = 'd';
 			s.buf_size = mode_size(rest.substr(2), name);
@@ -145,8 +151,8 @@ ModeSpec parse_mode(const std::string &name)
 		} else if (rest.compare(0, 2, "pb") == 0) {
 			s.algo = 'p';
 			pool_spec(rest.substr(2), name, &s.buf_size, &s.buf_count);
-		} else {
-			throw BadMode("unknown mode '" + name + "' (fi/gi take -serial, -db<S> or -pb<S>x<N>)");
+		} else if (!rest.empty()) {
+			throw BadMode("unknown mode '" + name + "' (fi/gi take -serial, -db<S> or -pb<S>x<N>, and :i16f)");
 		}
 	} else if (n.compare(0, 2, "cb") == 0 || n.compare(0, 2, "db") == 0 || n.compare(0, 2, "pb") == 0) {
 		s.family = Family::BufMgr;
@@ -182,6 +188,8 @@ ModeSpec parse_mode(const std::string &name)
 		if (s.algo)
 			s.canonical += std::string("-") + s.algo + "b" + format_size_short(s.buf_size) +
 				       (s.algo == 'p' ? "x" + std::to_string(s.buf_count) : "");
+		if (s.samples)
+			s.canonical += ":i16f";
 		break;
 	default:
 		s.canonical = n;

@@ -4,7 +4,8 @@
 //   hg, gh       cudaMemcpy between pinned host memory and the GPU: the host link's limit
 //   fi-serial    DMA board -> user memory, then cudaMemcpy to the GPU: the naive serial path
 //   gi-serial    cudaMemcpy GPU -> user memory, then DMA to the board
-//   fi, gi       the pipelined indirect path through libbufmgr's CUDA stage
+//   fi, gi       the pipelined indirect path through libbufmgr's CUDA stage; with ":i16f" it
+//                converts on the GPU: int16 from the board to float (fi), float to int16 (gi)
 // Data checks run on the GPU (a kernel compares the counter pattern in device memory).
 #include <cstring>
 #include <sys/mman.h>
@@ -13,6 +14,7 @@
 
 #include "../common/units.hpp"
 #include "bufmgr/cuda.hpp"
+#include "bufmgr/cuda_transform.cuh"
 #include "bufmgr/mprace_transfer.hpp"
 #include "modes_impl.hpp"
 #include "mprace/mprace.hpp"
@@ -64,6 +66,33 @@ __global__ void check_kernel(const std::uint32_t *p, std::size_t n, std::uint32_
 		}
 }
 
+// The ":i16f" data: the board's pattern read as int16 samples, converted as the modes convert
+// them (bufmgr::Int16ToFloat(1 / 32768); FloatToInt16(32768) turns these back exactly).
+__device__ float pattern_sample(std::uint32_t seed, std::size_t k)
+{
+	const std::uint32_t w = mp_pattern_word(seed, k / 2);
+	const auto v = static_cast<std::int16_t>(k % 2 ? w >> 16 : w & 0xffff);
+	return bufmgr::Int16ToFloat(1.0f / 32768)(v);
+}
+
+__global__ void fill_samples_kernel(float *p, std::size_t n, std::uint32_t seed)
+{
+	for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+	     i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+		p[i] = pattern_sample(seed, i);
+}
+
+__global__ void check_samples_kernel(const float *p, std::size_t n, std::uint32_t seed,
+				     unsigned long long *bad, unsigned long long *first)
+{
+	for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+	     i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+		if (__float_as_uint(p[i]) != __float_as_uint(pattern_sample(seed, i))) {
+			atomicAdd(bad, 1ull);
+			atomicMin(first, static_cast<unsigned long long>(i));
+		}
+}
+
 class DeviceMem {
 public:
 	DeviceMem() = default;
@@ -77,27 +106,37 @@ private:
 	void *p_ = nullptr;
 };
 
-void gpu_fill(void *dev, std::uint64_t bytes, std::uint32_t seed)
+// The pattern of `bytes` board bytes in GPU memory: as words, or (samples) as the floats the
+// ":i16f" modes make of it.
+void gpu_fill(void *dev, std::uint64_t bytes, std::uint32_t seed, bool samples = false)
 {
-	fill_kernel<<<256, 256>>>(static_cast<std::uint32_t *>(dev), bytes / 4, seed);
+	if (samples)
+		fill_samples_kernel<<<256, 256>>>(static_cast<float *>(dev), bytes / 2, seed);
+	else
+		fill_kernel<<<256, 256>>>(static_cast<std::uint32_t *>(dev), bytes / 4, seed);
 	cuda_check(cudaDeviceSynchronize(), "fill kernel");
 }
 
-// Counts words of the pattern that differ in GPU memory; *why describes the first.
-bool gpu_check(const void *dev, std::uint64_t bytes, std::uint32_t seed, std::string *why)
+// Counts words (samples: floats) in GPU memory that differ from the pattern of `bytes` board
+// bytes; *why describes the first.
+bool gpu_check(const void *dev, std::uint64_t bytes, std::uint32_t seed, std::string *why, bool samples = false)
 {
 	DeviceMem counters(2 * sizeof(unsigned long long));
 	unsigned long long init[2] = {0, ~0ull};
 	cuda_check(cudaMemcpy(counters.get(), init, sizeof(init), cudaMemcpyHostToDevice), "cudaMemcpy");
 	auto *c = static_cast<unsigned long long *>(counters.get());
-	check_kernel<<<256, 256>>>(static_cast<const std::uint32_t *>(dev), bytes / 4, seed, c, c + 1);
+	const std::uint64_t n = samples ? bytes / 2 : bytes / 4;
+	if (samples)
+		check_samples_kernel<<<256, 256>>>(static_cast<const float *>(dev), n, seed, c, c + 1);
+	else
+		check_kernel<<<256, 256>>>(static_cast<const std::uint32_t *>(dev), n, seed, c, c + 1);
 	cuda_check(cudaDeviceSynchronize(), "check kernel");
 	unsigned long long res[2];
 	cuda_check(cudaMemcpy(res, c, sizeof(res), cudaMemcpyDeviceToHost), "cudaMemcpy");
 	if (res[0] == 0)
 		return true;
-	*why = strprintf("%llu of %llu words in GPU memory differ from the pattern, the first at word %llu", res[0],
-			 static_cast<unsigned long long>(bytes / 4), res[1]);
+	*why = strprintf("%llu of %llu %s in GPU memory differ from the pattern, the first at %llu", res[0],
+			 static_cast<unsigned long long>(n), samples ? "samples" : "words", res[1]);
 	return false;
 }
 
@@ -209,7 +248,7 @@ private:
 // verify without a host-side reference copy.
 class BoardGpuMode : public Mode {
 public:
-	BoardGpuMode(bool to_gpu, Env &env) : to_gpu_(to_gpu), env_(env) {}
+	BoardGpuMode(bool to_gpu, Env &env, bool samples = false) : to_gpu_(to_gpu), samples_(samples), env_(env) {}
 	std::string direction() const override { return to_gpu_ ? "c2g" : "g2c"; }
 	std::string auto_reference() const override { return to_gpu_ ? "min(c2h-umem;hg)" : "min(h2c-umem;gh)"; }
 	std::uint64_t granule() const override { return MP_ENGINE_GRANULE; }
@@ -218,13 +257,14 @@ public:
 	{
 		mprace::Board &b = env_.board();
 		std::uint32_t seed = next_seed();
+		const std::uint64_t gpu_bytes = samples_ ? 2 * bytes : bytes;
 		if (to_gpu_) {
-			cuda_check(cudaMemset(dev_.get(), 0, bytes), "cudaMemset");
+			cuda_check(cudaMemset(dev_.get(), 0, gpu_bytes), "cudaMemset");
 			b.setPatternSeed(seed);
 			transfer(bytes);
-			return gpu_check(dev_.get(), bytes, seed, why);
+			return gpu_check(dev_.get(), bytes, seed, why, samples_);
 		}
-		gpu_fill(dev_.get(), bytes, seed);
+		gpu_fill(dev_.get(), bytes, seed, samples_);
 		b.resetChecker(seed);
 		transfer(bytes);
 		return checker_ok(env_, bytes, why);
@@ -232,6 +272,7 @@ public:
 
 protected:
 	bool to_gpu_;
+	bool samples_; // ":i16f": int16 on the board, float on the GPU
 	Env &env_;
 	DeviceMem dev_;
 };
@@ -285,7 +326,7 @@ private:
 // K = 2 is double buffering (fi-db<S>), K = N a pool (fi-pb<S>x<N>).
 class PipeMode : public BoardGpuMode {
 public:
-	PipeMode(const ModeSpec &s, Env &env) : BoardGpuMode(s.gpu == "fi", env), s_(s)
+	PipeMode(const ModeSpec &s, Env &env) : BoardGpuMode(s.gpu == "fi", env, s.samples), s_(s)
 	{
 		if (!s.algo) { // plain fi / gi
 			count_ = kDefaultCount;
@@ -301,10 +342,14 @@ public:
 	std::string name() const override { return s_.canonical; }
 	std::string description() const override
 	{
-		return strprintf("%s pipelined through bufmgr's CUDA stage: %u user-memory DMA buffers of %s "
-				 "registered with CUDA (%s)",
-				 to_gpu_ ? "board -> host -> GPU" : "GPU -> host -> board", count_,
-				 format_size(size_).c_str(), count_ == 2 ? "double buffering" : "a pool");
+		std::string d = strprintf("%s pipelined through bufmgr's CUDA stage: %u user-memory DMA buffers of %s "
+					  "registered with CUDA (%s)",
+					  to_gpu_ ? "board -> host -> GPU" : "GPU -> host -> board", count_,
+					  format_size(size_).c_str(), count_ == 2 ? "double buffering" : "a pool");
+		if (samples_)
+			d += strprintf(", %s on the GPU (%s)", to_gpu_ ? "int16 -> float" : "float -> int16",
+				       env_.gpu_convert_kernel() ? "copy, then a kernel" : "one zero-copy kernel");
+		return d;
 	}
 	void setup(std::uint64_t max_bytes) override
 	{
@@ -314,11 +359,18 @@ public:
 		env_.route(MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER);
 		b.setPatternRate(0);
 		bufmgr::MpraceTransfer board_side(b, e, bufmgr::MemoryKind::user);
+		bufmgr::cuda::CudaOptions o;
+		const auto path = env_.gpu_convert_kernel() ? bufmgr::cuda::GpuConvertPath::copy_then_kernel
+							    : bufmgr::cuda::GpuConvertPath::zero_copy;
+		if (samples_ && to_gpu_)
+			o.conversion = bufmgr::cuda::make_gpu_conversion(bufmgr::Int16ToFloat(1.0f / 32768), path);
+		else if (samples_)
+			o.conversion = bufmgr::cuda::make_gpu_conversion(bufmgr::FloatToInt16(32768.0f), path);
 		if (to_gpu_)
-			f2g_ = std::make_unique<bufmgr::cuda::FpgaToGpu<bufmgr::MpraceTransfer>>(std::move(board_side), count_, size_);
+			f2g_ = std::make_unique<bufmgr::cuda::FpgaToGpu<bufmgr::MpraceTransfer>>(std::move(board_side), count_, size_, o);
 		else
-			g2f_ = std::make_unique<bufmgr::cuda::GpuToFpga<bufmgr::MpraceTransfer>>(std::move(board_side), count_, size_);
-		dev_ = DeviceMem(max_bytes);
+			g2f_ = std::make_unique<bufmgr::cuda::GpuToFpga<bufmgr::MpraceTransfer>>(std::move(board_side), count_, size_, o);
+		dev_ = DeviceMem(samples_ ? 2 * max_bytes : max_bytes);
 	}
 	void transfer(std::uint64_t bytes) override
 	{

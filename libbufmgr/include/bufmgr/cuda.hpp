@@ -35,6 +35,8 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <numeric>
 #include <memory>
 #include <string>
 #include <utility>
@@ -129,11 +131,54 @@ private:
 	std::size_t size_ = 0;
 };
 
+// How a GPU conversion moves its data.
+enum class GpuConvertPath {
+	// A kernel reads the registered host buffer over the bus and writes the converted result
+	// straight into GPU memory (GPU -> board: reads GPU memory, writes the host buffer): the
+	// copy and the conversion in one pass, done by the SMs instead of the copy engine.
+	zero_copy,
+	// The copy engine moves the raw bytes into a staging area in GPU memory, then a kernel
+	// converts them (GPU -> board: the kernel first, then the copy): two passes.
+	copy_then_kernel,
+};
+
+// A conversion the GPU stage runs on the GPU, made from a Transform by
+// bufmgr::cuda::make_gpu_conversion() (bufmgr/cuda_transform.cuh, compiled by nvcc). Board ->
+// GPU: the host buffer holds in_type, GPU memory receives out_type; GPU -> board: GPU memory
+// holds in_type, the host buffer (and the board) gets out_type. Empty: a plain copy.
+struct GpuConversion {
+	std::size_t in_size = 0, out_size = 0; // element sizes
+	GpuConvertPath path = GpuConvertPath::zero_copy;
+	// Queues the conversion of n elements from src to dst (device-accessible) on a stream.
+	cudaError_t (*launch)(const void *transform, const void *src, void *dst, std::size_t n,
+			      cudaStream_t stream) = nullptr;
+	std::shared_ptr<const void> transform; // the Transform object launch() is given
+	explicit operator bool() const noexcept { return launch != nullptr; }
+};
+
+// One chunk that has landed in GPU memory (board -> GPU), as CudaOptions::on_chunk sees it.
+struct GpuChunk {
+	void *gpu;                  // where it landed (after the conversion, if any)
+	std::size_t gpu_bytes;      // bytes there
+	const void *host;           // the board's DMA buffer it came from (device-accessible)
+	std::size_t host_bytes;     // bytes there
+	std::size_t buffer;         // which DMA buffer
+	std::uint64_t sequence;     // 0, 1, 2, ... over the transfer's life
+};
+
 struct CudaOptions {
 	unsigned int streams = 2; // copies of consecutive buffers alternate between these streams
 	int device = -1;          // GPU to use; -1: the calling thread's current device
 	bool blocking_sync = false; // wait() sleeps (cudaEventBlockingSync) instead of spinning
 	unsigned int register_flags = cudaHostRegisterDefault;
+	// Converts the data on its way (int16 -> float, ...); see GpuConversion.
+	GpuConversion conversion;
+	// Board -> GPU: called on the driving thread for each chunk after its copy (and conversion)
+	// has been queued on `stream`, before the DMA buffer is handed back to the board. Work the
+	// hook queues on that stream runs once the chunk is in GPU memory, and the buffer returns to
+	// the board only after it (so a kernel may also read the host buffer). Throwing fails the
+	// transfer like a CUDA error.
+	std::function<void(const GpuChunk &, cudaStream_t stream)> on_chunk;
 };
 
 // Policies: models Transfer (bufmgr/concepts.hpp) with adopt(). The "other side" is GPU memory:
@@ -158,7 +203,9 @@ public:
 	{
 		if (o.streams == 0)
 			throw Error(EINVAL, "bufmgr::cuda::CudaTransfer: needs at least one stream");
-		s_->opt = o;
+		if (o.conversion && (o.conversion.in_size == 0 || o.conversion.out_size == 0 || !o.conversion.transform))
+			throw Error(EINVAL, "bufmgr::cuda::CudaTransfer: incomplete GpuConversion (use make_gpu_conversion)");
+		s_->opt = std::move(o);
 	}
 	CudaTransfer(CudaTransfer &&) noexcept = default;
 	CudaTransfer &operator=(CudaTransfer &&) noexcept = default;
@@ -170,7 +217,21 @@ public:
 		}
 	}
 
-	std::size_t granule() const noexcept { return 1; }
+	// 1, or with a conversion its element sizes' lcm (whole elements on either side).
+	std::size_t granule() const noexcept
+	{
+		const GpuConversion &c = s_->opt.conversion;
+		return c ? std::lcm(c.in_size, c.out_size) : 1;
+	}
+
+	// The GPU memory that host_bytes in a host buffer become (direction d), with the conversion.
+	std::size_t gpu_bytes(Direction d, std::size_t host_bytes) const noexcept
+	{
+		const GpuConversion &c = s_->opt.conversion;
+		if (!c)
+			return host_bytes;
+		return d == Direction::h2c ? host_bytes / c.in_size * c.out_size : host_bytes / c.out_size * c.in_size;
+	}
 
 	// The GPU memory that h2c transfers write (set_target) and c2h transfers read
 	// (set_source), from its start. Pre: nothing in flight in that direction.
@@ -233,6 +294,13 @@ public:
 			}
 			b.registered = true;
 			bufs.push_back(b);
+			// the address kernels use for it (the same one where addressing is unified)
+			const cudaError_t g = cudaHostGetDevicePointer(&bufs.back().dev, views[i].data, 0);
+			if (g != cudaSuccess) {
+				for (Buf &r : bufs)
+					cudaHostUnregister(r.view.data);
+				check(g, "bufmgr::cuda: cudaHostGetDevicePointer of DMA buffer " + std::to_string(i));
+			}
 		}
 		try {
 			for (Buf &b : bufs)
@@ -248,7 +316,19 @@ public:
 				destroy(b);
 			throw;
 		}
+		std::vector<DeviceBuffer> staging;
+		if (s_->opt.conversion && s_->opt.conversion.path == GpuConvertPath::copy_then_kernel) {
+			try {
+				for (std::size_t i = 0; i < count; ++i)
+					staging.emplace_back(views[0].size);
+			} catch (...) {
+				for (Buf &b : bufs)
+					destroy(b);
+				throw;
+			}
+		}
 		s_->bufs = std::move(bufs);
+		s_->staging = std::move(staging);
 		for (auto &d : s_->dir)
 			d.pending.assign(count, Pending{});
 	}
@@ -269,9 +349,10 @@ public:
 		Pending &p = dr.pending.at(i);
 		if (p.gen)
 			throw Error(EBUSY, "bufmgr::cuda::CudaTransfer::start: buffer already queued");
-		if (n == 0 || n > b.view.size)
+		if (n == 0 || n > b.view.size || n % granule() != 0)
 			throw Error(EINVAL, "bufmgr::cuda::CudaTransfer::start: bad length");
-		if (!dr.gpu || dr.cursor + n > dr.size)
+		const std::size_t gn = gpu_bytes(d, n);
+		if (!dr.gpu || dr.cursor + gn > dr.size)
 			throw Error(ENOSPC, std::string("bufmgr::cuda::CudaTransfer: the GPU ") +
 					    (d == Direction::h2c ? "target" : "source") +
 					    " region is too small or not set (set_target/set_source)");
@@ -279,14 +360,19 @@ public:
 		const int ev = idx(d);
 		cudaStream_t st = s_->streams[i % s_->streams.size()];
 		std::byte *gpu = static_cast<std::byte *>(dr.gpu) + dr.cursor;
-		if (d == Direction::h2c)
+		if (s_->opt.conversion)
+			queue_conversion(d, i, n, gpu, st);
+		else if (d == Direction::h2c)
 			check(cudaMemcpyAsync(gpu, b.view.data, n, cudaMemcpyHostToDevice, st),
 			      "bufmgr::cuda: cudaMemcpyAsync host -> GPU");
 		else
 			check(cudaMemcpyAsync(b.view.data, gpu, n, cudaMemcpyDeviceToHost, st),
 			      "bufmgr::cuda: cudaMemcpyAsync GPU -> host");
+		if (d == Direction::h2c && s_->opt.on_chunk)
+			s_->opt.on_chunk(GpuChunk{gpu, gn, b.dev, n, i, dr.chunks}, st);
+		++dr.chunks;
 		check(cudaEventRecord(b.event[ev], st), "bufmgr::cuda: cudaEventRecord");
-		dr.cursor += n;
+		dr.cursor += gn;
 		p.bytes = n;
 		p.gen = dr.started.fetch_add(1, std::memory_order_seq_cst) + 1;
 	}
@@ -329,8 +415,34 @@ public:
 	}
 
 private:
+	// The conversion of buffer i's n host bytes to or from gpu, queued on st.
+	void queue_conversion(Direction d, std::size_t i, std::size_t n, std::byte *gpu, cudaStream_t st)
+	{
+		const GpuConversion &c = s_->opt.conversion;
+		const Buf &b = s_->bufs[i];
+		const void *x = c.transform.get();
+		if (c.path == GpuConvertPath::zero_copy) {
+			if (d == Direction::h2c)
+				check(c.launch(x, b.dev, gpu, n / c.in_size, st), "bufmgr::cuda: conversion kernel (host -> GPU)");
+			else
+				check(c.launch(x, gpu, b.dev, n / c.out_size, st), "bufmgr::cuda: conversion kernel (GPU -> host)");
+			return;
+		}
+		void *stage = s_->staging.at(i).data();
+		if (d == Direction::h2c) {
+			check(cudaMemcpyAsync(stage, b.view.data, n, cudaMemcpyHostToDevice, st),
+			      "bufmgr::cuda: cudaMemcpyAsync host -> GPU staging");
+			check(c.launch(x, stage, gpu, n / c.in_size, st), "bufmgr::cuda: conversion kernel");
+		} else {
+			check(c.launch(x, gpu, stage, n / c.out_size, st), "bufmgr::cuda: conversion kernel");
+			check(cudaMemcpyAsync(b.view.data, stage, n, cudaMemcpyDeviceToHost, st),
+			      "bufmgr::cuda: cudaMemcpyAsync GPU staging -> host");
+		}
+	}
+
 	struct Buf {
 		BufferView view;
+		void *dev = nullptr; // the buffer's address in kernels
 		MemoryKind kind = MemoryKind::host;
 		bool registered = false;
 		cudaEvent_t event[2] = {nullptr, nullptr}; // per direction
@@ -343,6 +455,7 @@ private:
 		void *gpu = nullptr;
 		std::size_t size = 0, cursor = 0;
 		std::vector<Pending> pending;
+		std::uint64_t chunks = 0; // started since construction (GpuChunk::sequence)
 		std::atomic<std::uint64_t> started{0}, aborted_upto{0};
 	};
 	struct State {
@@ -351,9 +464,12 @@ private:
 		std::vector<cudaStream_t> streams;
 		std::vector<Buf> bufs;
 		std::vector<HostMemory> owned; // allocate()'s memory, unregistered before it is freed
+		std::vector<DeviceBuffer> staging; // per buffer, for GpuConvertPath::copy_then_kernel
 		Dir dir[2];
 		~State()
 		{
+			for (cudaStream_t s : streams)
+				cudaStreamSynchronize(s); // nothing may still use staging or the buffers
 			for (Buf &b : bufs)
 				destroy(b);
 			for (cudaStream_t s : streams)
@@ -418,6 +534,7 @@ private:
 			destroy(b);
 		s_->bufs.clear();
 		s_->owned.clear();
+		s_->staging.clear();
 	}
 
 	std::unique_ptr<State> s_;
@@ -453,12 +570,13 @@ public:
 	FpgaToGpu(Board board, std::size_t count, std::size_t buffer_size, CudaOptions opt = CudaOptions())
 		: relay_((detail::refuse_kernel_memory(board), std::move(board)), CudaTransfer(opt), count, buffer_size) {}
 
-	// Moves `bytes` from the board into GPU memory at gpu_dst (a device pointer, >= bytes).
-	// Post: the data is in GPU memory (every copy's event completed); returns the bytes moved
-	// (fewer only when the board ended a packet). Throws as Relay::run().
+	// Moves `bytes` from the board into GPU memory at gpu_dst (a device pointer, room for
+	// gpu().gpu_bytes(Direction::h2c, bytes): bytes, or what the conversion makes of them).
+	// Post: the data is in GPU memory (every copy's event completed); returns the board bytes
+	// moved (fewer only when the board ended a packet). Throws as Relay::run().
 	std::size_t transfer(void *gpu_dst, std::size_t bytes)
 	{
-		relay_.sink().set_target(gpu_dst, bytes);
+		relay_.sink().set_target(gpu_dst, relay_.sink().gpu_bytes(Direction::h2c, bytes));
 		return relay_.run(bytes);
 	}
 
@@ -479,11 +597,12 @@ public:
 	GpuToFpga(Board board, std::size_t count, std::size_t buffer_size, CudaOptions opt = CudaOptions())
 		: relay_(CudaTransfer(opt), (detail::refuse_kernel_memory(board), std::move(board)), count, buffer_size) {}
 
-	// Moves `bytes` from GPU memory at gpu_src to the board. Post: the board has received every
-	// byte. Throws as Relay::run().
+	// Moves `bytes` to the board from GPU memory at gpu_src (gpu().gpu_bytes(Direction::c2h,
+	// bytes) of it: bytes, or what the conversion reads for them). Post: the board has received
+	// every byte. Throws as Relay::run().
 	std::size_t transfer(const void *gpu_src, std::size_t bytes)
 	{
-		relay_.source().set_source(gpu_src, bytes);
+		relay_.source().set_source(gpu_src, relay_.source().gpu_bytes(Direction::c2h, bytes));
 		return relay_.run(bytes);
 	}
 

@@ -30,6 +30,14 @@
 #include "bufmgr/concepts.hpp"
 #include "bufmgr/copy_workers.hpp"
 
+// The element forms of the shipped transforms are callable on the GPU too, where nvcc compiles
+// them (the GPU stage's conversions, bufmgr/cuda_transform.cuh).
+#if defined(__CUDACC__)
+#define BUFMGR_HOST_DEVICE __host__ __device__
+#else
+#define BUFMGR_HOST_DEVICE
+#endif
+
 namespace bufmgr {
 
 template <class T = std::byte>
@@ -50,16 +58,26 @@ struct ByteSwap {
 		      "bufmgr::ByteSwap<T>: T must be a 16-, 32- or 64-bit integer type (ByteSwap16/32/64)");
 	using in_type = T;
 	using out_type = T;
-	T operator()(T v) const noexcept
+	BUFMGR_HOST_DEVICE T operator()(T v) const noexcept
 	{
 		using U = std::make_unsigned_t<T>;
 		U u = static_cast<U>(v);
+#if defined(__CUDA_ARCH__)
+		if constexpr (sizeof(T) == 2)
+			u = static_cast<U>((u >> 8) | (u << 8));
+		else if constexpr (sizeof(T) == 4)
+			u = __byte_perm(u, 0, 0x0123);
+		else
+			u = (static_cast<U>(__byte_perm(static_cast<std::uint32_t>(u), 0, 0x0123)) << 32) |
+			    __byte_perm(static_cast<std::uint32_t>(u >> 32), 0, 0x0123);
+#else
 		if constexpr (sizeof(T) == 2)
 			u = __builtin_bswap16(u);
 		else if constexpr (sizeof(T) == 4)
 			u = __builtin_bswap32(u);
 		else
 			u = __builtin_bswap64(u);
+#endif
 		return static_cast<T>(u);
 	}
 };
@@ -72,8 +90,8 @@ struct Int16ToFloat {
 	using out_type = float;
 	float scale = 1.0f;
 	constexpr Int16ToFloat() noexcept = default;
-	constexpr explicit Int16ToFloat(float s) noexcept : scale(s) {}
-	float operator()(std::int16_t v) const noexcept { return static_cast<float>(v) * scale; }
+	BUFMGR_HOST_DEVICE constexpr explicit Int16ToFloat(float s) noexcept : scale(s) {}
+	BUFMGR_HOST_DEVICE float operator()(std::int16_t v) const noexcept { return static_cast<float>(v) * scale; }
 };
 
 struct FloatToInt16 {
@@ -81,25 +99,33 @@ struct FloatToInt16 {
 	using out_type = std::int16_t;
 	float scale = 1.0f;
 	constexpr FloatToInt16() noexcept = default;
-	constexpr explicit FloatToInt16(float s) noexcept : scale(s) {}
+	BUFMGR_HOST_DEVICE constexpr explicit FloatToInt16(float s) noexcept : scale(s) {}
 	// Rounded to nearest (ties to even), saturated to [-32768, 32767]; NaN gives 0.
 	// Branch-free, so that the copy loop vectorises (GCC does not if-convert float comparisons
 	// while floating-point exceptions may trap, its default): NaN and the saturation are
 	// handled on the bits of |y| as integers, whose order is that of the magnitudes. Adding and
 	// subtracting 1.5 * 2^23 then rounds |y| <= 32768 to the nearest integer, ties to even (in
 	// the default rounding mode; -ffast-math would fold it away, so that build calls nearbyint).
-	std::int16_t operator()(float v) const noexcept
+	BUFMGR_HOST_DEVICE std::int16_t operator()(float v) const noexcept
 	{
 		const float y = v * scale;
+#if defined(__CUDA_ARCH__)
+		std::uint32_t bits = __float_as_uint(y);
+#else
 		std::uint32_t bits;
 		std::memcpy(&bits, &y, sizeof bits);
+#endif
 		std::uint32_t mag = bits & 0x7fffffffu;
 		mag = mag > 0x7f800000u ? 0u : mag;                // NaN: 0
 		mag = mag > 0x47000000u ? 0x47000000u : mag;       // |y| > 32768: 32768
 		bits = (bits & 0x80000000u) | mag;
+#if defined(__CUDA_ARCH__)
+		const float z = __uint_as_float(bits);
+#else
 		float z;
 		std::memcpy(&z, &bits, sizeof z);
-#ifdef __FAST_MATH__
+#endif
+#if defined(__FAST_MATH__) || defined(__CUDA_ARCH__) && defined(__USE_FAST_MATH__)
 		std::int32_t i = static_cast<std::int32_t>(std::nearbyint(z));
 #else
 		constexpr float round_bias = 12582912.0f;
