@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Reproduces docs/results/bufmgr.md: the buffer managers (DoubleBuffer, PooledBuffer) against
 # raw DMA on the virtual board at gen3x8 and gen4x16, with the plain copy and with the int16 <->
-# float conversion, on one copy thread and on several, next to the host's own copy limit; and
-# GPU -> board at gen4x16 with and without the board model reading the data.
+# float conversion, on one copy thread and on several, next to the host's own copy limit; the
+# same conversion on the GPU stage (both paths) against its identity pipeline; and GPU -> board
+# at gen4x16 with and without the board model reading the data.
 #
 #   scripts/bufmgr-speed.sh build BUNDLE      static binaries into BUNDLE (scripts/gpu-pipeline.sh build)
 #   scripts/bufmgr-speed.sh run BUNDLE OUT    run the sweeps, write results into OUT
@@ -46,17 +47,36 @@ run() {
 			efficiency_table "$out/$p-t$t.csv" | tee "$out/$p-t$t-efficiency.txt"
 		done
 	done
-	# Why GPU -> board lags board -> GPU at gen4x16: the same pipelines with the board's H2C
-	# data going to the checker (the model reads every word, on the CPUs the GPU's copy engine
-	# shares memory bandwidth with) and to the user logic (dropped unread). Skipped (status 3)
-	# by a build without CUDA or a host without a GPU.
+	# Conversions on the GPU stage: int16 -> float (board -> GPU) and float -> int16 (GPU ->
+	# board) against the identity pipeline of the same run (--ref), by each path.
+	local path dir
+	for p in ${PRESETS:-gen3x8 gen4x16}; do
+		for path in zero-copy kernel; do
+			for dir in fi gi; do
+				echo "== emu:link=$p, $dir-pb4Mx8:i16f ($path) against $dir-pb4Mx8"
+				"$bundle/dmabench" --device "emu:link=$p,nt=0" -m "$dir-pb4Mx8,$dir-pb4Mx8:i16f" --ref "$dir-pb4Mx8" \
+					--gpu-convert "$path" -s 64M,256M,1G -r "$repeat" --no-progress --plot none \
+					-o "$out/conv-$p-$dir-$path" >"$out/conv-$p-$dir-$path.txt" 2>&1 || [[ $? = 3 ]] || rc=1
+				sed -n '/^efficiency by size/,/^$/p' "$out/conv-$p-$dir-$path.txt"
+			done
+		done
+	done
+
+	# The pipelines against their references (min of the board's raw DMA on user memory and
+	# the host link), and why GPU -> board lags board -> GPU at gen4x16: the same with the
+	# board's H2C data going to the checker (the model reads every word, on the CPUs the GPU's
+	# copy engine shares memory bandwidth with) and to the user logic (dropped unread).
+	# Skipped (status 3) by a build without CUDA or a host without a GPU.
 	local sink
-	for sink in checker user; do
-		echo "== emu:link=gen4x16, GPU to board, H2C sink $sink"
-		"$bundle/dmabench" --device emu:link=gen4x16 -m h2c-umem,gi-db8M,gi-pb4Mx8 --h2c-sink "$sink" \
-			-s 64M,256M,1G -r "$repeat" --no-progress --plot none -o "$out/gi-$sink" \
-			>"$out/gi-$sink.txt" 2>&1 || [[ $? = 3 ]] || rc=1
-		efficiency_table "$out/gi-$sink.csv" 2>/dev/null | tee "$out/gi-$sink-efficiency.txt" || true
+	for p in ${PRESETS:-gen3x8 gen4x16}; do
+		for sink in checker user; do
+			echo "== emu:link=$p, board <-> GPU pipelines, H2C sink $sink"
+			"$bundle/dmabench" --device "emu:link=$p,nt=0" --h2c-sink "$sink" \
+				-m c2h-umem,h2c-umem,hg,gh,fi-db8M,fi-pb4Mx8,gi-db8M,gi-pb4Mx8 -s 1M,8M,64M,256M,1G \
+				-r "$repeat" --no-progress --plot none -o "$out/pipe-$p-$sink" \
+				>"$out/pipe-$p-$sink.txt" 2>&1 || [[ $? = 3 ]] || rc=1
+			sed -n '/^efficiency by size/,/^$/p' "$out/pipe-$p-$sink.txt"
+		done
 	done
 	return $rc
 }

@@ -216,53 +216,64 @@ START_TEST(test_rate_model)
 }
 END_TEST
 
-// Where one-shot transfers cut their bytes: whole, in order, pieces of the unit, full chunks
-// but for the halving pieces at the end of a read (start of a write), none with one buffer.
+// Where transfers cut their bytes: whole, pieces of the unit, full chunks but for the halving
+// pieces at the split ends (a read's last chunk, a write's first, both for a Relay), the
+// partial chunk next to the end that is not split.
 START_TEST(test_chunk_plan)
 {
 	using detail::ChunkPlan;
+	using detail::SplitEnds;
 	const std::size_t M = 1 << 20;
 	for (std::size_t chunk : {4 * M, M, M / 4, M / 16}) {
-		for (std::size_t total : {std::size_t{4}, 300 * M / 1024, M, M + 36, 4 * M, 4 * M + 8, 64 * M + 12}) {
-			for (bool read : {true, false}) {
-				for (bool split : {true, false}) {
-					const ChunkPlan p(total, chunk, 4, read, split);
-					std::size_t sum = 0, pieces_below_chunk = 0;
-					for (std::size_t c = 0; c < p.count(); ++c) {
-						const std::size_t n = p.len(c);
-						ck_assert_uint_gt(n, 0);
-						ck_assert_uint_le(n, chunk);
-						ck_assert_uint_eq(n % 4, 0);
-						pieces_below_chunk += n < chunk;
-						sum += n;
-					}
-					ck_assert_uint_eq(sum, total);
-					const std::size_t plain = (total + chunk - 1) / chunk;
-					if (!split || chunk < 2 * ChunkPlan::min_piece) {
-						ck_assert_uint_eq(p.count(), plain);
-						continue;
-					}
-					// the exposed end: the smallest piece, no larger than min_piece * 2
-					const std::size_t end = p.len(read ? p.count() - 1 : 0);
-					if (total >= 2 * ChunkPlan::min_piece)
-						ck_assert_uint_lt(end, 2 * ChunkPlan::min_piece);
-					ck_assert_uint_le(p.count(), plain + 8);
-					(void)pieces_below_chunk;
+		for (std::size_t total : {std::size_t{4}, 300 * M / 1024, M, M + 36, 4 * M, 4 * M + 8, 9 * M, 64 * M + 12}) {
+			for (SplitEnds split : {SplitEnds::none, SplitEnds::head, SplitEnds::tail, SplitEnds::both}) {
+				const ChunkPlan p(total, chunk, 4, split);
+				std::size_t sum = 0;
+				for (std::size_t c = 0; c < p.count(); ++c) {
+					const std::size_t n = p.len(c);
+					ck_assert_uint_gt(n, 0);
+					ck_assert_uint_le(n, chunk);
+					ck_assert_uint_eq(n % 4, 0);
+					sum += n;
+				}
+				ck_assert_uint_eq(sum, total);
+				const std::size_t plain = (total + chunk - 1) / chunk;
+				if (split == SplitEnds::none || chunk < 2 * ChunkPlan::min_piece) {
+					ck_assert_uint_eq(p.count(), plain);
+					continue;
+				}
+				ck_assert_uint_le(p.count(), plain + 20);
+				// an exposed end: below 2 * min_piece once there is that much
+				if (total >= 2 * ChunkPlan::min_piece) {
+					if (split != SplitEnds::head)
+						ck_assert_uint_lt(p.len(p.count() - 1), 2 * ChunkPlan::min_piece);
+					if (split != SplitEnds::tail)
+						ck_assert_uint_lt(p.len(0), 2 * ChunkPlan::min_piece);
 				}
 			}
 		}
 	}
 	// 4 MiB buffers, 64 MiB read: 15 full chunks, then 2M, 1M, 512K, 256K, 256K
-	const ChunkPlan r(64 * M, 4 * M, 4, true);
+	const ChunkPlan r(64 * M, 4 * M, 4, SplitEnds::tail);
 	ck_assert_uint_eq(r.count(), 20);
 	ck_assert_uint_eq(r.len(14), 4 * M);
 	ck_assert_uint_eq(r.len(15), 2 * M);
 	ck_assert_uint_eq(r.len(18), 256u << 10);
 	ck_assert_uint_eq(r.len(19), 256u << 10);
-	const ChunkPlan w(64 * M, 4 * M, 4, false);
+	// a write: the same in reverse; the partial chunk first for a read, last for a write
+	const ChunkPlan w(64 * M, 4 * M, 4, SplitEnds::head);
 	ck_assert_uint_eq(w.len(0), 256u << 10);
 	ck_assert_uint_eq(w.len(4), 2 * M);
 	ck_assert_uint_eq(w.len(5), 4 * M);
+	ck_assert_uint_eq(ChunkPlan(9 * M, 4 * M, 4, SplitEnds::tail).len(0), M);
+	const ChunkPlan wp(9 * M, 4 * M, 4, SplitEnds::head);
+	ck_assert_uint_eq(wp.len(wp.count() - 1), M);
+	// a Relay: both ends
+	const ChunkPlan b(64 * M, 4 * M, 4, SplitEnds::both);
+	ck_assert_uint_eq(b.count(), 24);
+	ck_assert_uint_eq(b.len(0), 256u << 10);
+	ck_assert_uint_eq(b.len(5), 4 * M);
+	ck_assert_uint_eq(b.len(23), 256u << 10);
 }
 END_TEST
 

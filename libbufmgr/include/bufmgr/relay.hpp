@@ -235,8 +235,11 @@ private:
 	std::size_t drive_source(std::size_t total)
 	{
 		constexpr Direction d = Direction::c2h;
-		const std::size_t nchunks = (total + chunk_ - 1) / chunk_;
-		auto len = [&](std::size_t c) { return c + 1 < nchunks ? chunk_ : total - c * chunk_; };
+		// Both ends are exposed: the sink waits for the first fill, the source is done before
+		// the last drain.
+		const detail::ChunkPlan plan(total, chunk_, unit_, detail::SplitEnds::both);
+		const std::size_t nchunks = plan.count();
+		auto len = [&](std::size_t c) { return plan.len(c); };
 		std::deque<Slot> inflight;
 		std::size_t issued = 0, moved = 0;
 		for (;;) {

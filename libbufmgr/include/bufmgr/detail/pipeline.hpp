@@ -13,6 +13,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <utility>
 
 #include "bufmgr/concepts.hpp"
 #include "bufmgr/copy_workers.hpp"
@@ -29,29 +30,33 @@ inline std::size_t chunk_bytes(std::size_t buffer_size, std::size_t granule, std
 	return buffer_size / unit * unit;
 }
 
-// Where a one-shot read or write cuts its bytes into DMA chunks. Full chunks, except around
-// the one copy that cannot overlap a transfer: a read's copy of its last chunk and a write's
-// copy of its first. That chunk's worth is cut into halving pieces (chunk/2, chunk/4, ... down
-// to min_piece; a write takes them in reverse), so the exposed copy is of min_piece bytes, not
-// of a whole buffer, while each piece's copy still hides behind the next piece's transfer when
-// copying is at least twice as fast as the link. A partial chunk goes first (read) or last
-// (write), next to the other end's latency. Every piece is a multiple of unit. With one buffer
-// (ChunkBuffer) nothing overlaps, so nothing is split.
+// Where a transfer of `total` bytes is cut into chunks of at most `chunk`. Full chunks, except
+// at an end whose chunk is exposed, not overlapped by another transfer: a read's last chunk (its
+// copy), a write's first (its copy), both ends of a Relay (the first chunk's fill, the last
+// one's drain). That chunk's worth is cut into halving pieces (chunk/2, chunk/4, ... down to
+// min_piece; in reverse at the head), so the exposed work is min_piece bytes, not a whole
+// buffer, while each piece still hides behind its neighbour's transfer as long as the exposed
+// side is at least twice as fast as the other. A partial chunk goes next to the end that is not
+// split (a read's first, a write's last). Every piece is a multiple of unit.
+enum class SplitEnds { none, head, tail, both };
+
 class ChunkPlan {
 public:
 	static constexpr std::size_t min_piece = 256 << 10;
 
-	ChunkPlan(std::size_t total, std::size_t chunk, std::size_t unit, bool read, bool split = true) noexcept
-		: chunk_(chunk), read_(read)
+	ChunkPlan(std::size_t total, std::size_t chunk, std::size_t unit, SplitEnds split) noexcept : chunk_(chunk)
 	{
-		split_ = total < chunk ? total : chunk;
-		const std::size_t rest = total - split_;
-		front_ = rest % chunk;
+		const bool head = split == SplitEnds::head || split == SplitEnds::both;
+		const bool tail = split == SplitEnds::tail || split == SplitEnds::both;
+		std::size_t rest = total;
+		if (head) // with both ends split, at most half of the total for the head
+			nhead_ = halve(head_, take(rest, tail ? std::min(chunk, total / 2 / unit * unit) : chunk), unit, true);
+		if (tail)
+			ntail_ = halve(tail_, take(rest, chunk), unit, false);
 		full_ = rest / chunk;
-		while (split && halvings_ < 8 && (split_ >> (halvings_ + 1)) / unit * unit >= min_piece)
-			++halvings_;
-		unit_ = unit;
-		count_ = (front_ ? 1 : 0) + full_ + halvings_ + 1;
+		partial_ = rest % chunk;
+		partial_first_ = tail && !head;
+		count_ = nhead_ + full_ + (partial_ ? 1 : 0) + ntail_;
 	}
 
 	std::size_t count() const noexcept { return count_; }
@@ -59,29 +64,55 @@ public:
 	// Bytes of chunk c < count().
 	std::size_t len(std::size_t c) const noexcept
 	{
-		if (!read_)
-			c = count_ - 1 - c; // a write is a read's cuts in reverse
-		if (front_) {
+		if (c < nhead_)
+			return head_[c];
+		c -= nhead_;
+		if (partial_ && partial_first_) {
 			if (c == 0)
-				return front_;
+				return partial_;
 			--c;
 		}
 		if (c < full_)
 			return chunk_;
 		c -= full_;
-		if (c < halvings_)
-			return piece(c);
-		std::size_t last = split_;
-		for (std::size_t k = 0; k < halvings_; ++k)
-			last -= piece(k);
-		return last;
+		if (partial_ && !partial_first_) {
+			if (c == 0)
+				return partial_;
+			--c;
+		}
+		return tail_[c];
 	}
 
 private:
-	std::size_t piece(std::size_t k) const noexcept { return (split_ >> (k + 1)) / unit_ * unit_; }
+	static constexpr std::size_t max_pieces = 10;
 
-	std::size_t chunk_, split_, front_, full_, unit_ = 1, halvings_ = 0, count_;
-	bool read_;
+	static std::size_t take(std::size_t &rest, std::size_t n) noexcept
+	{
+		n = rest < n ? rest : n;
+		rest -= n;
+		return n;
+	}
+
+	// Cuts n bytes into halving pieces (ascending for the head); returns how many.
+	static std::size_t halve(std::size_t *out, std::size_t n, std::size_t unit, bool ascending) noexcept
+	{
+		if (n == 0)
+			return 0;
+		std::size_t k = 0, left = n;
+		while (k + 1 < max_pieces && (left / 2) / unit * unit >= min_piece) {
+			out[k] = (left / 2) / unit * unit;
+			left -= out[k++];
+		}
+		out[k++] = left;
+		if (ascending)
+			for (std::size_t a = 0, b = k - 1; a < b; ++a, --b)
+				std::swap(out[a], out[b]);
+		return k;
+	}
+
+	std::size_t chunk_, full_ = 0, partial_ = 0, count_ = 0, nhead_ = 0, ntail_ = 0;
+	bool partial_first_ = false;
+	std::size_t head_[max_pieces] = {}, tail_[max_pieces] = {};
 };
 
 inline std::size_t checked_bytes(std::size_t count, std::size_t elem, std::size_t granule, const char *what)
@@ -141,7 +172,8 @@ std::size_t pipelined_read(Transfer &t, X &x, CopyWorkers *workers, std::size_t 
 	const std::size_t nbuf = std::min(depth, t.buffer_count());
 	if (chunk == 0 || nbuf == 0)
 		throw Error(EINVAL, "bufmgr: read: no DMA buffer large enough for one element");
-	const ChunkPlan plan(total, chunk, std::lcm(t.granule(), sizeof(In)), true, nbuf > 1);
+	// with one buffer nothing overlaps: nothing to gain from cutting the last chunk
+	const ChunkPlan plan(total, chunk, std::lcm(t.granule(), sizeof(In)), nbuf > 1 ? SplitEnds::tail : SplitEnds::none);
 	const std::size_t nchunks = plan.count();
 	auto len = [&](std::size_t c) { return plan.len(c); };
 
@@ -186,7 +218,7 @@ void pipelined_write(Transfer &t, X &x, CopyWorkers *workers, std::size_t depth,
 	const std::size_t nbuf = std::min(depth, t.buffer_count());
 	if (chunk == 0 || nbuf == 0)
 		throw Error(EINVAL, "bufmgr: write: no DMA buffer large enough for one element");
-	const ChunkPlan plan(total, chunk, std::lcm(t.granule(), sizeof(Out)), false, nbuf > 1);
+	const ChunkPlan plan(total, chunk, std::lcm(t.granule(), sizeof(Out)), nbuf > 1 ? SplitEnds::head : SplitEnds::none);
 	const std::size_t nchunks = plan.count();
 	auto len = [&](std::size_t c) { return plan.len(c); };
 	auto finish = [&](std::size_t c) {
