@@ -6,7 +6,7 @@
 #   scripts/gpu-pipeline.sh run BUNDLE OUT    run the tests and sweeps, write results into OUT
 #   scripts/gpu-pipeline.sh all OUT           both, on one machine with nvcc and a GPU
 #
-# build and run are separate so that the GPU machine needs only a driver: the binaries link the
+# build and run are separate so that the host with the GPU needs only a driver: the binaries link the
 # libraries and cudart statically. Environment for run: PRESETS (default "gen3x8 gen4x16"),
 # SIZES (default 4K:1G:2), QUICK=1 (a short smoke run), VERIFY=0 (skip the verified run).
 set -euo pipefail
