@@ -165,5 +165,30 @@ struct Delta {
 int main() { DoubleBuffer<MemcpyTransfer, Delta> d(MemcpyTransfer(), 4096); d.set_copy_threads(4); }
 PROG
 
+# Every header compiles on its own (what it uses, it includes): the CUDA ones where the CUDA
+# headers are found, mprace_transfer.hpp with libmprace's.
+for h in "${top_srcdir:-../..}"/libbufmgr/include/bufmgr/*.hpp "${top_srcdir:-../..}"/libbufmgr/include/bufmgr/detail/*.hpp; do
+	rel=${h#*/libbufmgr/include/}
+	extra="-I${top_srcdir:-../..}/libmprace/include"
+	case $rel in
+	bufmgr/cuda.hpp)
+		cuda_inc=
+		for d in ${CUDA_HOME:+$CUDA_HOME/include} /usr/local/cuda/include /usr/include; do
+			[ -f "$d/cuda_runtime_api.h" ] && { cuda_inc=$d; break; }
+		done
+		[ -n "$cuda_inc" ] || continue
+		extra="$extra -I$cuda_inc" ;;
+	esac
+	n=$((n + 1))
+	printf '#include "%s"\n' "$rel" >"$tmp/h.cpp"
+	if $cxx -std=c++17 -fsyntax-only $inc $extra "$tmp/h.cpp" >"$tmp/out" 2>&1; then
+		echo "ok $n - $rel compiles on its own"
+	else
+		echo "not ok $n - $rel compiles on its own"
+		sed -n '1,10s/^/# /p' "$tmp/out"
+		fails=$((fails + 1))
+	fi
+done
+
 echo "1..$n"
 [ "$fails" -eq 0 ]

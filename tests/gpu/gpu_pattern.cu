@@ -72,10 +72,13 @@ cudaError_t gpu_fill_pattern(void *d, std::size_t bytes, std::uint32_t seed)
 	return e != cudaSuccess ? e : cudaDeviceSynchronize();
 }
 
-cudaError_t gpu_check_pattern(const void *d, std::size_t bytes, std::uint32_t seed,
-			      unsigned long long *bad, unsigned long long *first_bad)
+namespace {
+
+// Runs launch(bad, first) (a check kernel counting into two device counters) and returns the
+// counters: the mismatches and the first one's index.
+template <class Launch>
+cudaError_t count_mismatches(Launch launch, unsigned long long *bad, unsigned long long *first_bad)
 {
-	const std::size_t n = bytes / 4;
 	unsigned long long *counters = nullptr;
 	cudaError_t e = cudaMalloc(&counters, 2 * sizeof(unsigned long long));
 	if (e != cudaSuccess)
@@ -83,8 +86,7 @@ cudaError_t gpu_check_pattern(const void *d, std::size_t bytes, std::uint32_t se
 	const unsigned long long init[2] = {0, ~0ull};
 	e = cudaMemcpy(counters, init, sizeof(init), cudaMemcpyHostToDevice);
 	if (e == cudaSuccess) {
-		check_kernel<<<blocks_for(n), 256>>>(static_cast<const std::uint32_t *>(d), n, seed,
-						     counters, counters + 1);
+		launch(counters, counters + 1);
 		e = cudaGetLastError();
 	}
 	unsigned long long out[2] = {0, ~0ull};
@@ -94,6 +96,17 @@ cudaError_t gpu_check_pattern(const void *d, std::size_t bytes, std::uint32_t se
 	*bad = out[0];
 	*first_bad = out[1];
 	return e;
+}
+
+} // namespace
+
+cudaError_t gpu_check_pattern(const void *d, std::size_t bytes, std::uint32_t seed,
+			      unsigned long long *bad, unsigned long long *first_bad)
+{
+	const std::size_t n = bytes / 4;
+	return count_mismatches([&](unsigned long long *b, unsigned long long *f) {
+		check_kernel<<<blocks_for(n), 256>>>(static_cast<const std::uint32_t *>(d), n, seed, b, f);
+	}, bad, first_bad);
 }
 
 cudaError_t gpu_fill_samples(float *d, std::size_t n, std::uint32_t seed, float scale)
@@ -106,23 +119,9 @@ cudaError_t gpu_fill_samples(float *d, std::size_t n, std::uint32_t seed, float 
 cudaError_t gpu_check_samples(const float *d, std::size_t n, std::uint32_t seed, float scale,
 			      unsigned long long *bad, unsigned long long *first_bad)
 {
-	unsigned long long *counters = nullptr;
-	cudaError_t e = cudaMalloc(&counters, 2 * sizeof(unsigned long long));
-	if (e != cudaSuccess)
-		return e;
-	const unsigned long long init[2] = {0, ~0ull};
-	e = cudaMemcpy(counters, init, sizeof(init), cudaMemcpyHostToDevice);
-	if (e == cudaSuccess) {
-		check_samples_kernel<<<blocks_for(n), 256>>>(d, n, seed, scale, counters, counters + 1);
-		e = cudaGetLastError();
-	}
-	unsigned long long out[2] = {0, ~0ull};
-	if (e == cudaSuccess)
-		e = cudaMemcpy(out, counters, sizeof(out), cudaMemcpyDeviceToHost);
-	cudaFree(counters);
-	*bad = out[0];
-	*first_bad = out[1];
-	return e;
+	return count_mismatches([&](unsigned long long *b, unsigned long long *f) {
+		check_samples_kernel<<<blocks_for(n), 256>>>(d, n, seed, scale, b, f);
+	}, bad, first_bad);
 }
 
 bufmgr::cuda::GpuConversion gpu_int16_to_float(float scale, bufmgr::cuda::GpuConvertPath path)

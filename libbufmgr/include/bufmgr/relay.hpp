@@ -21,6 +21,7 @@
 #include <boost/lockfree/spsc_queue.hpp>
 
 #include "bufmgr/concepts.hpp"
+#include "bufmgr/detail/chunk_plan.hpp"
 #include "bufmgr/detail/doorbell.hpp"
 #include "bufmgr/error.hpp"
 
