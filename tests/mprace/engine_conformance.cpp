@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: GPL-2.0
+// The engine conformance suite: what docs/dma-engine.md promises, checked through libmprace's
+// public API only, against whatever board the device name opens — the virtual board
+// (`emu:...`), a board behind pcidriver.ko (/dev/fpga0), or any other backend — so that every
+// implementation of the engine answers to the same program.
+//
+//   engine_conformance [DEVICE] [--seed N] [--quick]
+//
+// DEVICE defaults to libpcidriver's ($PCIDRIVER_DEVICE, /dev/fpga0). Random choices come from
+// one seed, printed first; `--seed N` repeats a run exactly (for a given device). TAP output;
+// exit status 0 when every check passed, 1 otherwise, 77 when there is no board.
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mprace/mprace.hpp"
+#include "mprace/pattern.h"
+
+using namespace mprace;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+int checks = 0, failures = 0;
+
+void report(bool ok, const std::string &what, const std::string &why = std::string())
+{
+	++checks;
+	std::printf("%s %d - %s\n", ok ? "ok" : "not ok", checks, what.c_str());
+	if (!ok) {
+		++failures;
+		if (!why.empty())
+			std::printf("#   %s\n", why.c_str());
+	}
+}
+
+// Runs one group; an exception fails it with its message and the run goes on.
+void group(const std::string &name, const std::function<void()> &f)
+{
+	std::printf("# %s\n", name.c_str());
+	try {
+		f();
+	} catch (const std::exception &e) {
+		report(false, name + ": no exception", e.what());
+	}
+}
+
+std::string hex(std::uint64_t v)
+{
+	char b[32];
+	std::snprintf(b, sizeof b, "0x%" PRIx64, v);
+	return b;
+}
+
+// Waits until t has finished (at most 10 s) and returns its result.
+TransferResult finish(Transfer &t)
+{
+	const auto t0 = Clock::now();
+	while (!t.done() && Clock::now() - t0 < std::chrono::seconds(10))
+		std::this_thread::sleep_for(std::chrono::microseconds(50));
+	return t.result();
+}
+
+// First byte where a and b differ, or -1.
+long long first_difference(const void *a, const void *b, std::size_t n)
+{
+	const auto *x = static_cast<const unsigned char *>(a), *y = static_cast<const unsigned char *>(b);
+	for (std::size_t k = 0; k < n; ++k)
+		if (x[k] != y[k])
+			return static_cast<long long>(k);
+	return -1;
+}
+
+struct Run {
+	std::string device;
+	std::uint32_t seed;
+	bool quick;
+	std::mt19937 rng;
+
+	std::uint32_t pick(std::uint32_t lo, std::uint32_t hi) { return std::uniform_int_distribution<std::uint32_t>(lo, hi)(rng); }
+	// A length of 4 bytes to max, multiples of 4, spread over the orders of magnitude.
+	std::uint32_t length(std::uint32_t max)
+	{
+		const unsigned bits = pick(2, 31 - static_cast<unsigned>(__builtin_clz(max)));
+		return std::max<std::uint32_t>(4, pick(1, (1u << bits) / 4) * 4) & ~3u;
+	}
+};
+
+void identity(Run &r, Board &b)
+{
+	const BoardInfo &i = b.info();
+	report(i.magic == MP_ENGINE_MAGIC, "ID reads the engine's magic", "read " + hex(i.magic));
+	report(i.versionMajor == MP_ENGINE_VERSION_MAJOR, "major version " + std::to_string(MP_ENGINE_VERSION_MAJOR),
+	       "read " + std::to_string(i.versionMajor));
+	report(i.caps.c2hChannels == 1 && i.caps.h2cChannels == 1, "CAPS: one channel per direction");
+	report(i.caps.datapathBytes == 32 || i.caps.datapathBytes == 64, "CAPS: a 256- or 512-bit datapath",
+	       std::to_string(i.caps.datapathBytes) + " bytes");
+	report(i.caps.patternGenerator && i.caps.checker && i.caps.loopback, "CAPS: the test logic is there");
+	report(i.clockMHz > 0, "CLOCK_MHZ is set", std::to_string(i.clockMHz));
+	const std::uint64_t c0 = b.cycles();
+	std::this_thread::sleep_for(std::chrono::milliseconds(2));
+	report(b.cycles() > c0, "CYCLE counts");
+	// SCRATCH keeps what is written, every bit
+	for (std::uint32_t v : {0u, 0xffffffffu, 0xa5a55a5au, static_cast<std::uint32_t>(r.rng())}) {
+		b.setRegister(MP_REG_SCRATCH, v);
+		const std::uint32_t got = b.getRegister(MP_REG_SCRATCH);
+		report(got == v, "SCRATCH holds " + hex(v), "read " + hex(got));
+	}
+}
+
+// C2H from the pattern generator: random lengths at random aligned offsets, byte for byte.
+void pattern(Run &r, Board &b, DMAEngine &e, DMABuffer &buf, const char *kind)
+{
+	b.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+	b.setPatternRate(0);
+	std::vector<unsigned char> want;
+	const int n = r.quick ? 8 : 24;
+	for (int k = 0; k < n; ++k) {
+		const std::uint32_t len = r.length(static_cast<std::uint32_t>(buf.size() / 2));
+		const std::uint64_t off = r.pick(0, static_cast<std::uint32_t>((buf.size() - len) / 4)) * 4ull;
+		const std::uint32_t seed = static_cast<std::uint32_t>(r.rng());
+		std::memset(static_cast<char *>(buf.data()) + off, 0, len);
+		buf.syncForDevice();
+		b.setPatternSeed(seed);
+		const std::uint64_t got = e.read(buf, off, len);
+		buf.syncForCpu();
+		want.resize(len);
+		mp_pattern_fill(want.data(), len, 0, seed);
+		const long long bad = first_difference(static_cast<char *>(buf.data()) + off, want.data(), len);
+		report(got == len && bad < 0,
+		       std::string(kind) + " C2H pattern " + std::to_string(len) + " B at +" + std::to_string(off),
+		       "moved " + std::to_string(got) + ", first wrong byte " + std::to_string(bad));
+	}
+}
+
+// H2C into the checker: every word counted, a corrupted one seen once.
+void checker(Run &r, Board &b, DMAEngine &e, DMABuffer &buf, const char *kind)
+{
+	b.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+	for (int k = 0; k < (r.quick ? 4 : 12); ++k) {
+		const std::uint32_t len = r.length(static_cast<std::uint32_t>(buf.size()));
+		const std::uint32_t seed = static_cast<std::uint32_t>(r.rng());
+		mp_pattern_fill(buf.data(), len, 0, seed);
+		const bool corrupt = k % 2 == 1 && len >= 8;
+		const std::uint32_t at = corrupt ? r.pick(0, len / 4 - 1) : 0;
+		if (corrupt)
+			static_cast<std::uint32_t *>(buf.data())[at] ^= 0x00010000u;
+		buf.syncForDevice();
+		b.resetChecker(seed);
+		e.write(buf, 0, len);
+		CheckerCounts c{};
+		const auto t0 = Clock::now();
+		do // the counters may trail the completion record by a moment
+			c = b.checker();
+		while (c.words != len / 4 && Clock::now() - t0 < std::chrono::milliseconds(200));
+		report(c.words == len / 4 && c.errors == (corrupt ? 1u : 0u),
+		       std::string(kind) + " H2C checker " + std::to_string(len) + " B" + (corrupt ? ", one word corrupted" : ""),
+		       "words " + std::to_string(c.words) + ", errors " + std::to_string(c.errors));
+	}
+}
+
+// Both channels at once through the loopback: a seeded list of H2C pieces out of one user
+// buffer (page-crossing, odd offsets), read back by a differently cut list of C2H pieces, more
+// descriptors than the ring holds.
+void loopback(Run &r, Board &b, Completion completion)
+{
+	EngineOptions o;
+	o.ringEntries = 16;
+	o.completion = completion;
+	DMAEngine e(b, o);
+	b.setTestRouting(C2HSource::Loopback, H2CSink::Loopback);
+	const std::size_t total = r.quick ? (256u << 10) : (2u << 20);
+	std::vector<std::uint32_t> src_mem(total / 4 + 1024), dst_mem(total / 4 + 1024);
+	// user memory at an offset that is not page aligned
+	auto *src = reinterpret_cast<unsigned char *>(src_mem.data()) + 4 * r.pick(1, 1000);
+	auto *dst = reinterpret_cast<unsigned char *>(dst_mem.data()) + 4 * r.pick(1, 1000);
+	for (std::size_t k = 0; k < total; ++k)
+		src[k] = static_cast<unsigned char>(r.rng());
+	DMABuffer in(b, src, total, PD_DMA_TO_DEVICE), out(b, dst, total, PD_DMA_FROM_DEVICE);
+	auto cut = [&](std::vector<Request> &reqs, DMABuffer &buf) {
+		for (std::uint64_t at = 0; at < total;) {
+			std::uint64_t len = std::min<std::uint64_t>(r.length(64u << 10), total - at);
+			reqs.push_back(Request{&buf, at, len, 0});
+			at += len;
+		}
+	};
+	std::vector<Request> w, rd;
+	cut(w, in);
+	cut(rd, out);
+	in.syncForDevice();
+	std::vector<Transfer> wt(w.size()), rt(rd.size());
+	e.submit(Channel::C2H, rd.data(), rd.size(), rt.data());
+	e.submit(Channel::H2C, w.data(), w.size(), wt.data());
+	std::uint64_t moved = 0;
+	for (auto &t : wt)
+		t.get();
+	for (auto &t : rt)
+		moved += t.get();
+	out.syncForCpu();
+	const long long bad = first_difference(dst, src, total);
+	report(moved == total && bad < 0,
+	       std::string("loopback, ") + (completion == Completion::Polling ? "polling" : "interrupts") + ": " +
+		       std::to_string(w.size()) + " H2C and " + std::to_string(rd.size()) + " C2H descriptors, ring of 16",
+	       "moved " + std::to_string(moved) + " of " + std::to_string(total) + ", first wrong byte " + std::to_string(bad));
+}
+
+// Every descriptor error code, each followed by a clean transfer on the same channel.
+void bad_descriptors(Run &r, Board &b, DMAEngine &e, DMABuffer &buf)
+{
+	b.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+	const std::uint64_t good = buf.busAddress(0);
+	struct Case {
+		const char *what;
+		std::uint64_t addr;
+		std::uint32_t len, ctrl;
+		unsigned int code;
+	} cases[] = {
+		{"length 0", good, 0, 0, MP_ERR_DESC_LENGTH},
+		{"length above the maximum", good, MP_ENGINE_MAX_DESC_LEN + 4, 0, MP_ERR_DESC_LENGTH},
+		{"address not a multiple of 4", good + 2, 64, 0, MP_ERR_DESC_ALIGN},
+		{"length not a multiple of 4", good, 66, 0, MP_ERR_DESC_ALIGN},
+		{"a reserved CTRL bit", good, 64, 1u << 7, MP_ERR_DESC_RESERVED},
+		{"a reserved LEN bit", good, 64 | (1u << 30), 0, MP_ERR_DESC_RESERVED},
+		{"a bus address never mapped", 0x1000, 4096, 0, MP_ERR_BUS_ERROR},
+	};
+	for (Channel ch : {Channel::C2H, Channel::H2C}) {
+		const char *name = ch == Channel::C2H ? "C2H" : "H2C";
+		for (const Case &c : cases) {
+			Transfer t = e.submitRaw(ch, c.addr, c.len, c.ctrl);
+			const TransferResult res = finish(t);
+			report(res.done && res.engineError == c.code,
+			       std::string(name) + " " + c.what + ": " + mp_engine_error_name(c.code),
+			       std::string("done ") + (res.done ? "yes" : "no") + ", engine error " + mp_engine_error_name(res.engineError));
+			// and the channel works again
+			const std::uint32_t seed = static_cast<std::uint32_t>(r.rng());
+			if (ch == Channel::C2H) {
+				b.setPatternSeed(seed);
+				e.read(buf, 0, 4096);
+				buf.syncForCpu();
+				std::vector<unsigned char> want(4096);
+				mp_pattern_fill(want.data(), want.size(), 0, seed);
+				report(first_difference(buf.data(), want.data(), 4096) < 0, std::string(name) + " clean transfer after it");
+			} else {
+				mp_pattern_fill(buf.data(), 4096, 0, seed);
+				buf.syncForDevice();
+				b.resetChecker(seed);
+				e.write(buf, 0, 4096);
+				const auto t0 = Clock::now();
+				CheckerCounts k{};
+				do
+					k = b.checker();
+				while (k.words != 1024 && Clock::now() - t0 < std::chrono::milliseconds(200));
+				report(k.words == 1024 && k.errors == 0, std::string(name) + " clean transfer after it");
+			}
+		}
+	}
+}
+
+// Abort in the middle of a slow transfer (the pattern generator paced at 10 MB/s), then a
+// clean one; and the stall timeout when the source has no data.
+void abort_and_timeout(Run &r, Board &b, DMAEngine &e, DMABuffer &buf)
+{
+	b.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+	b.setPatternRate(10);
+	Transfer t = e.readAsync(buf, 0, 1u << 20);
+	std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	const bool aborted = t.abort();
+	const TransferResult res = finish(t);
+	report(aborted && res.done && res.error == ECANCELED, "abort mid-transfer: ECANCELED",
+	       "error " + std::to_string(res.error) + ", engine " + mp_engine_error_name(res.engineError));
+	b.setPatternRate(0);
+	const std::uint32_t seed = static_cast<std::uint32_t>(r.rng());
+	b.setPatternSeed(seed);
+	const std::uint64_t got = e.read(buf, 0, 65536);
+	buf.syncForCpu();
+	std::vector<unsigned char> want(65536);
+	mp_pattern_fill(want.data(), want.size(), 0, seed);
+	report(got == 65536 && first_difference(buf.data(), want.data(), 65536) < 0, "a clean transfer after the abort");
+
+	// The user stream of a board without user logic (or whose logic sends nothing) never
+	// delivers: with TIMEOUT_US the engine gives up with TIMEOUT.
+	b.setTestRouting(C2HSource::User, H2CSink::Checker);
+	e.setStallTimeout(2000);
+	Transfer s = e.readAsync(buf, 0, 4096);
+	const TransferResult sr = finish(s);
+	e.setStallTimeout(0);
+	if (sr.done && sr.engineError == MP_ERR_NONE)
+		std::printf("ok %d - # SKIP stall timeout: the user stream delivered data\n", ++checks);
+	else
+		report(sr.done && sr.engineError == MP_ERR_TIMEOUT && sr.error == ETIMEDOUT,
+		       "no source data for TIMEOUT_US: TIMEOUT", std::string("engine ") + mp_engine_error_name(sr.engineError));
+	b.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	Run r{};
+	r.seed = static_cast<std::uint32_t>(std::chrono::system_clock::now().time_since_epoch().count());
+	for (int i = 1; i < argc; ++i) {
+		if (!std::strcmp(argv[i], "--seed") && i + 1 < argc)
+			r.seed = static_cast<std::uint32_t>(std::strtoul(argv[++i], nullptr, 0));
+		else if (!std::strcmp(argv[i], "--quick"))
+			r.quick = true;
+		else if (argv[i][0] == '-') {
+			std::fprintf(stderr, "usage: engine_conformance [DEVICE] [--seed N] [--quick]\n");
+			return 2;
+		} else
+			r.device = argv[i];
+	}
+	r.rng.seed(r.seed);
+	std::unique_ptr<Board> b;
+	try {
+		b = std::make_unique<Board>(r.device);
+	} catch (const std::exception &e) {
+		std::printf("1..0 # SKIP no board: %s\n", e.what());
+		return 77;
+	}
+	std::printf("# device %s (%s), seed %u (repeat with --seed %u)\n", r.device.empty() ? "(default)" : r.device.c_str(),
+		    b->info().name.c_str(), r.seed, r.seed);
+
+	group("identity", [&] { identity(r, *b); });
+	{
+		DMAEngine e(*b);
+		DMABuffer kmem(*b, 4u << 20);
+		std::vector<std::uint32_t> mem((4u << 20) / 4 + 1024);
+		DMABuffer umem(*b, mem.data() + r.pick(0, 1023), 4u << 20);
+		group("pattern generator (kernel memory)", [&] { pattern(r, *b, e, kmem, "kmem"); });
+		group("pattern generator (user memory, scatter-gather)", [&] { pattern(r, *b, e, umem, "umem"); });
+		group("checker (kernel memory)", [&] { checker(r, *b, e, kmem, "kmem"); });
+		group("checker (user memory)", [&] { checker(r, *b, e, umem, "umem"); });
+		group("bad descriptors", [&] { bad_descriptors(r, *b, e, kmem); });
+		group("abort and timeout", [&] { abort_and_timeout(r, *b, e, kmem); });
+	}
+	group("loopback, both channels at once (polling)", [&] { loopback(r, *b, Completion::Polling); });
+	group("loopback, both channels at once (interrupts)", [&] { loopback(r, *b, Completion::Interrupt); });
+
+	std::printf("1..%d\n", checks);
+	if (failures)
+		std::printf("# %d of %d checks failed; seed %u\n", failures, checks, r.seed);
+	return failures ? 1 : 0;
+}
