@@ -410,6 +410,22 @@ START_TEST(test_svg)
 }
 END_TEST
 
+// Latency percentiles by nearest rank on known data.
+START_TEST(test_latency_summary)
+{
+	std::vector<double> v;
+	for (int k = 1; k <= 1000; ++k)
+		v.push_back(k);
+	LatencySummary l = summarize_latency(v);
+	ck_assert_uint_eq(l.samples, 1000);
+	ck_assert(l.min == 1 && l.p50 == 500 && l.p99 == 990 && l.p999 == 999 && l.max == 1000);
+	l = summarize_latency({7.5});
+	ck_assert(l.samples == 1 && l.p50 == 7.5 && l.p999 == 7.5 && l.max == 7.5);
+	l = summarize_latency({});
+	ck_assert_uint_eq(l.samples, 0);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
 	Suite *s = suite_create("tools");
@@ -427,6 +443,7 @@ Suite *test_suite(void)
 	tcase_add_test(tc, test_json_schema);
 	tcase_add_test(tc, test_svg);
 	tcase_add_test(tc, test_svg_right_axis);
+	tcase_add_test(tc, test_latency_summary);
 	suite_add_tcase(s, tc);
 	return s;
 }

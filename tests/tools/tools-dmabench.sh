@@ -14,7 +14,7 @@ run "$DMABENCH" --list-modes
 for bad in "--bogus" "-m c3h" "-s 4K:1K" "-s 4X" "--iterations 0" "--repeat 0" "-m" "--plot jpg" \
 	   "--ref nosuchmode" "-c 3-1" "-m db" "-m db3" "-m pb1Mx1" "-m pb6x4" "-o /proc/none/x" \
 	   "--copy-threads 0" "--copy-threads 65" "-m memcpy-mt0" "-m db64K:u8f" "--h2c-sink none" \
-	   "--h2c-sink user --verify"; do
+	   "--h2c-sink user --verify" "--clock sideways" "--clock board --device none"; do
 	# shellcheck disable=SC2086  # word splitting wanted
 	run "$DMABENCH" $bad --device none
 	if [ $rc -eq 2 ] && grep -q '^Usage: dmabench' "$WORK/err" && [ ! -s "$WORK/out" ]; then
@@ -152,6 +152,18 @@ if [ $rc -eq 0 ] && [ "$(awk -F, 'NR > 1 && $2 == "h2c"' "$WORK/v/usersink.csv" 
 	ok "--h2c-sink user: H2C modes run"
 else
 	not_ok "--h2c-sink user (rc=$rc)"; diag "$WORK/err" "$WORK/v/usersink.csv"
+fi
+# Latency modes on the board's clock: every transfer's round trip, summarised per size in
+# PREFIX-latency.csv (ordered statistics, one sample per transfer) and binned in the histogram.
+run "$DMABENCH" --device emu: -m lat-c2h,lat-h2c -s 4K,64K -n 50 -r 2 --clock board --no-progress --plot none -o "$WORK/v/lat"
+if [ $rc -eq 0 ] && grep -q '^clock: board CYCLE counter at [0-9]* MHz' "$WORK/out" &&
+   awk -F, 'NR == 1 { next } { n++; if ($4 != 100 || !($6 <= $7 && $7 <= $8 && $8 <= $9 && $9 <= $10) || $6 <= 0) bad++ }
+	    END { exit !(n == 4 && bad == 0) }' "$WORK/v/lat-latency.csv" &&
+   awk -F, 'NR > 1 { c[$1 "," $2] += $5 } END { for (k in c) if (c[k] != 100) exit 1; exit !(length(c) == 4) }' \
+	"$WORK/v/lat-latency-hist.csv"; then
+	ok "lat-c2h/lat-h2c --clock board: 100 round trips per size, ordered percentiles, histogram sums"
+else
+	not_ok "latency modes (rc=$rc)"; diag "$WORK/err" "$WORK/out" "$WORK/v/lat-latency.csv"
 fi
 # The bufmgr modes are compared with raw DMA of their direction from the same run.
 run "$DMABENCH" --device emu: -m c2h,db64K-c2h -s 64K,1M -n 3 --no-progress --plot none -o "$WORK/v/eff"

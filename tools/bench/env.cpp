@@ -86,6 +86,19 @@ void Env::route(unsigned c2h_source, unsigned h2c_sink)
 		b.setTestRouting(src, sink);
 }
 
+double Env::now_s()
+{
+	if (!board_clock_)
+		return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+	if (cycle_s_ == 0) {
+		const unsigned mhz = board().info().clockMHz;
+		if (mhz == 0)
+			throw Unavailable("--clock board: the board reports no clock frequency (CLOCK_MHZ 0)");
+		cycle_s_ = 1e-6 / mhz;
+	}
+	return static_cast<double>(board().cycles()) * cycle_s_;
+}
+
 std::string Env::device_name() const
 {
 	if (no_device())

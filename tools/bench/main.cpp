@@ -58,6 +58,7 @@ void usage(std::FILE *f)
 "  pio-read pio-write  32-bit register/BAR accesses by the CPU\n"
 "  cb<S> db<S> pb<S>x<N>[-c2h|-h2c]  ChunkBuffer, DoubleBuffer, PooledBuffer (libbufmgr)\n"
 "                      with DMA buffers of S bytes (N of them); both directions without suffix\n"
+"  lat-c2h lat-h2c     raw DMA, each transfer's round trip: p50/p99/p99.9/max (latency CSV)\n"
 "  memcpy              host memcpy, a reference that needs no board\n"
 "  memcpy-mt[N]        the same on N threads (default --copy-threads): the host's copy limit\n"
 "  hg gh fi fi-serial gi gi-serial   GPU paths (CUDA builds; thesis HG, GH, FI, GI)\n"
@@ -80,6 +81,8 @@ void usage(std::FILE *f)
 "      --h2c-sink checker|user  where H2C data goes on the board (default checker, which\n"
 "                         --verify reads; user: the board's user logic, which the virtual\n"
 "                         board drops without reading it)\n"
+"      --clock wall|board time transfers with the host's clock (default) or the board's\n"
+"                         free-running CYCLE counter (its CLOCK_MHZ is printed)\n"
 "      --gpu-convert zero-copy|kernel  how fi/gi ...:i16f convert on the GPU: one kernel\n"
 "                         reading the host buffer (default), or a copy, then a kernel\n"
 "      --copy-threads N   threads of the buffer managers' copy and of memcpy-mt (1 to 64;\n"
@@ -181,12 +184,13 @@ struct Config {
 	unsigned copy_threads = 0; // 0: libbufmgr's default
 	bool h2c_sink_user = false;
 	bool gpu_convert_kernel = false;
+	bool board_clock = false;
 };
 
 // Parses and checks the command line; exits with EXIT_USAGE (or after --help) on its own.
 Config parse_command_line(int argc, char **argv)
 {
-	enum { OPT_VERIFY = 256, OPT_REF, OPT_PIO_MAX, OPT_COPY_THREADS, OPT_H2C_SINK, OPT_GPU_CONVERT, OPT_PLOT, OPT_NO_PROGRESS, OPT_LIST_MODES };
+	enum { OPT_VERIFY = 256, OPT_REF, OPT_PIO_MAX, OPT_COPY_THREADS, OPT_H2C_SINK, OPT_GPU_CONVERT, OPT_CLOCK, OPT_PLOT, OPT_NO_PROGRESS, OPT_LIST_MODES };
 	static const struct option longopts[] = {
 		{"modes", required_argument, nullptr, 'm'},
 		{"device", required_argument, nullptr, 'd'},
@@ -201,6 +205,7 @@ Config parse_command_line(int argc, char **argv)
 		{"copy-threads", required_argument, nullptr, OPT_COPY_THREADS},
 		{"h2c-sink", required_argument, nullptr, OPT_H2C_SINK},
 		{"gpu-convert", required_argument, nullptr, OPT_GPU_CONVERT},
+		{"clock", required_argument, nullptr, OPT_CLOCK},
 		{"cpus", required_argument, nullptr, 'c'},
 		{"quick", no_argument, nullptr, 'q'},
 		{"out", required_argument, nullptr, 'o'},
@@ -265,6 +270,11 @@ Config parse_command_line(int argc, char **argv)
 					usage_error("--gpu-convert takes zero-copy or kernel");
 				cfg.gpu_convert_kernel = std::strcmp(optarg, "kernel") == 0;
 				break;
+			case OPT_CLOCK:
+				if (std::strcmp(optarg, "wall") != 0 && std::strcmp(optarg, "board") != 0)
+					usage_error("--clock takes wall or board");
+				cfg.board_clock = std::strcmp(optarg, "board") == 0;
+				break;
 			case OPT_PLOT:
 				cfg.plot = optarg;
 				if (cfg.plot != "svg" && cfg.plot != "png" && cfg.plot != "all" && cfg.plot != "none")
@@ -318,6 +328,8 @@ Config parse_command_line(int argc, char **argv)
 	}
 	if (cfg.modes.empty())
 		usage_error("no mode given");
+	if (cfg.board_clock && cfg.device == "none")
+		usage_error("--clock board needs a board (not --device none)");
 	if (cfg.h2c_sink_user && so.verify)
 		usage_error("--verify checks H2C data with the board's checker: not with --h2c-sink user");
 	if (quick && !min_time_given)
@@ -418,6 +430,8 @@ bool report(const Config &cfg, Run &run, const std::vector<std::string> &failure
 	if (!info.device_desc.empty() && info.device_desc != info.device)
 		std::cout << " (" << info.device_desc << ")";
 	std::cout << ", " << info.date << "\n";
+	if (info.clock != "wall")
+		std::cout << "clock: " << info.clock << ", CPU % from the host's clock\n";
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (info.backend == "emu" && cpus > 0 && cpus < kVboardCpus)
 		std::cout << strprintf("note: the virtual board runs its link model on threads of this %ld-CPU "
@@ -441,6 +455,14 @@ bool report(const Config &cfg, Run &run, const std::vector<std::string> &failure
 		write_file(out + ".csv", [&](std::ostream &o) { write_points_csv(o, run); }, written);
 		write_file(out + "-fit.csv", [&](std::ostream &o) { write_fit_csv(o, run); }, written);
 		write_file(out + ".json", [&](std::ostream &o) { write_json(o, run); }, written);
+		const bool latency = std::any_of(run.modes.begin(), run.modes.end(), [](const ModeResult &m) {
+			return std::any_of(m.points.begin(), m.points.end(), [](const Point &p) { return !p.latency_us.empty(); });
+		});
+		if (latency) {
+			write_file(out + "-latency.csv", [&](std::ostream &o) { write_latency_csv(o, run); }, written);
+			write_file(out + "-latency-hist.csv", [&](std::ostream &o) { write_latency_histogram_csv(o, run); },
+				   written);
+		}
 		if (cfg.plot == "svg" || cfg.plot == "all")
 			write_file(out + ".svg", [&](std::ostream &o) { write_svg(o, run); }, written);
 		if (cfg.plot == "png" || cfg.plot == "all") {
@@ -496,6 +518,17 @@ int main(int argc, char **argv)
 	env.set_copy_threads(cfg.copy_threads);
 	env.set_h2c_sink_user(cfg.h2c_sink_user);
 	env.set_gpu_convert_kernel(cfg.gpu_convert_kernel);
+	env.set_board_clock(cfg.board_clock);
+	if (cfg.board_clock) {
+		try {
+			env.now_s(); // opens the board and reads its clock frequency
+		} catch (const std::exception &e) {
+			std::fprintf(stderr, "dmabench: --clock board: %s\n", e.what());
+			return EXIT_UNAVAILABLE;
+		}
+		cfg.sweep.now = [&env] { return env.now_s(); };
+		info.clock = strprintf("board CYCLE counter at %u MHz", env.board().info().clockMHz);
+	}
 	std::vector<std::string> failures;
 	std::size_t ran = 0;
 	int exit_code = measure(cfg, env, run, failures, ran);

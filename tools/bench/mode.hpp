@@ -75,6 +75,9 @@ public:
 	}
 	// Releases what setup() allocated (also done by the destructor).
 	virtual void teardown() {}
+	// Latency modes: the round trip of every transfer since the last call, in microseconds
+	// (others: none). The sweep takes them before and after the timed blocks of a size.
+	virtual std::vector<double> take_latencies() { return {}; }
 };
 
 // What modes share: the board and its one DMAEngine, opened on first use (so host-only modes
@@ -114,6 +117,12 @@ public:
 	void set_h2c_sink_user(bool v) { h2c_sink_user_ = v; }
 	// --gpu-convert: how fi/gi ":i16f" convert on the GPU (true: copy, then a kernel;
 	// false: one zero-copy kernel, libbufmgr's default).
+	// --clock board: time with the board's free-running CYCLE counter instead of the host's
+	// clock (in simulation, or to match the board's own view of a round trip).
+	void set_board_clock(bool v) { board_clock_ = v; }
+	bool board_clock() const { return board_clock_; }
+	// Now, in seconds, on the chosen clock (the board is opened on first use).
+	double now_s();
 	bool gpu_convert_kernel() const { return gpu_convert_kernel_; }
 	void set_gpu_convert_kernel(bool v) { gpu_convert_kernel_ = v; }
 
@@ -127,6 +136,8 @@ private:
 	unsigned copy_threads_ = 0;
 	bool h2c_sink_user_ = false;
 	bool gpu_convert_kernel_ = false;
+	bool board_clock_ = false;
+	double cycle_s_ = 0; // seconds per CYCLE tick
 };
 
 struct ModeInfo {

@@ -23,6 +23,8 @@ const std::vector<ModeInfo> &mode_table()
 		{"c2h-umem", "", "raw DMA card->host into user memory (pinned, scatter-gather)", false},
 		{"h2c-umem", "", "raw DMA host->card from user memory", false},
 		{"loopback", "lb", "H2C and C2H at once through the engine's loopback (round trip)", false},
+		{"lat-c2h", "", "raw DMA card->host, each transfer's round trip (submit -> completion seen): p50/p99/p99.9/max", false},
+		{"lat-h2c", "", "the same host->card", false},
 		{"pio-read", "", "CPU reads of a BAR, 32 bits at a time (sizes up to --pio-max)", false},
 		{"pio-write", "", "CPU writes to a BAR, 32 bits at a time (sizes up to --pio-max)", false},
 		{"cb<S>[-c2h|-h2c]", "", "bufmgr ChunkBuffer, one DMA buffer of S bytes", false},
@@ -125,6 +127,10 @@ ModeSpec parse_mode(const std::string &name)
 		s.family = Family::Dma;
 		s.c2h = n[0] == 'c';
 		s.umem = n.size() > 3;
+	} else if (n == "lat-c2h" || n == "lat-h2c") {
+		s.family = Family::Dma;
+		s.c2h = n == "lat-c2h";
+		s.latency = true;
 	} else if (n == "loopback") {
 		s.family = Family::Loopback;
 	} else if (n == "pio-read" || n == "pio-write") {

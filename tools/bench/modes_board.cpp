@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstring>
 #include <sys/mman.h>
+#include <utility>
+#include <vector>
 
 #include "../common/units.hpp"
 #include "modes_impl.hpp"
@@ -98,10 +100,17 @@ public:
 	std::string direction() const override { return s_.c2h ? "c2h" : "h2c"; }
 	std::string description() const override
 	{
-		return std::string(s_.c2h ? "raw DMA card->host (pattern generator) into " : "raw DMA host->card (checker) from ") +
-		       (s_.umem ? "user memory" : "kernel memory");
+		return std::string(s_.latency ? "round trip of each " : "") +
+		       (s_.c2h ? "raw DMA card->host (pattern generator) into " : "raw DMA host->card (checker) from ") +
+		       (s_.umem ? "user memory" : "kernel memory") +
+		       (s_.latency ? ", submit to completion seen, on the " +
+					     std::string(env_.board_clock() ? "board's clock" : "host's clock")
+				   : std::string());
 	}
-	std::string auto_reference() const override { return s_.umem ? (s_.c2h ? "c2h" : "h2c") : ""; }
+	std::string auto_reference() const override
+	{
+		return s_.umem || s_.latency ? (s_.c2h ? "c2h" : "h2c") : "";
+	}
 	std::uint64_t max_bytes() const override { return d_.size; }
 	std::uint64_t granule() const override { return MP_ENGINE_GRANULE; }
 	std::string note() const override { return d_.note; }
@@ -119,11 +128,15 @@ public:
 	}
 	void transfer(std::uint64_t bytes) override
 	{
+		const double t0 = s_.latency ? env_.now_s() : 0;
 		if (s_.c2h)
 			engine_->read(*d_.buf, 0, bytes);
 		else
 			engine_->write(*d_.buf, 0, bytes);
+		if (s_.latency)
+			latency_us_.push_back((env_.now_s() - t0) * 1e6);
 	}
+	std::vector<double> take_latencies() override { return std::exchange(latency_us_, {}); }
 	bool can_verify() const override { return true; }
 	bool verify(std::uint64_t bytes, std::string *why) override
 	{
@@ -153,6 +166,7 @@ public:
 	void teardown() override { d_ = DmaBuf(); }
 
 private:
+	std::vector<double> latency_us_; // latency modes: since the last take_latencies()
 	ModeSpec s_;
 	Env &env_;
 	mprace::DMAEngine *engine_ = nullptr;

@@ -15,7 +15,7 @@ namespace dmabench {
 
 enum class Family {
 	Memcpy,    // memcpy, memcpy-mt[N]
-	Dma,       // c2h, h2c, c2h-umem, h2c-umem
+	Dma,       // c2h, h2c, c2h-umem, h2c-umem, lat-c2h, lat-h2c
 	Loopback,  // loopback
 	Pio,       // pio-read, pio-write
 	BufMgr,    // cb, db, pb
@@ -27,6 +27,7 @@ struct ModeSpec {
 	std::string canonical;
 	bool c2h = true;          // Dma/BufMgr/Pio: direction (Pio: read)
 	bool umem = false;        // Dma: user memory
+	bool latency = false;     // Dma: lat-c2h / lat-h2c, each transfer's round trip recorded
 	char algo = 0;            // BufMgr and fi/gi variants: 'c', 'd' or 'p'; 0 default
 	std::uint64_t buf_size = 0;
 	unsigned buf_count = 0;

@@ -15,6 +15,8 @@ namespace dmabench {
 const char *const kSchema = "mprace-dmabench/1";
 const char *const kPointsCsvHeader =
 	"mode,direction,bytes,iterations,total_s,time_us,throughput_MBps,efficiency,reference,verified";
+const char *const kLatencyCsvHeader = "mode,direction,bytes,samples,clock,min_us,p50_us,p99_us,p999_us,max_us,cpu_pct";
+const char *const kLatencyHistCsvHeader = "mode,bytes,from_us,to_us,count";
 const char *const kFitCsvHeader =
 	"mode,direction,latency_us,bandwidth_MBps,rms_rel_error,points,reference,bandwidth_efficiency,knee90_bytes";
 
@@ -130,16 +132,25 @@ void write_mode_table(std::ostream &os, const ModeResult &m)
 	bool eff = !m.reference.empty();
 	bool ver = std::any_of(m.points.begin(), m.points.end(),
 			       [](const Point &p) { return !p.verified.empty(); });
+	bool lat = std::any_of(m.points.begin(), m.points.end(),
+			       [](const Point &p) { return !p.latency_us.empty(); });
 	os << "mode " << m.name << ": " << m.description << "\n";
-	os << strprintf("  %10s %9s %12s %11s", "size", "iters", "time/us", "MB/s");
+	os << strprintf("  %10s %9s %12s %11s %6s", "size", "iters", "time/us", "MB/s", "cpu%");
+	if (lat)
+		os << strprintf(" %9s %9s %9s %9s", "p50/us", "p99/us", "p99.9/us", "max/us");
 	if (eff)
 		os << strprintf("  %8s", "eff");
 	if (ver)
 		os << "  verify";
 	os << "\n";
 	for (const auto &p : m.points) {
-		os << strprintf("  %10s %9llu %12.2f %11.1f", format_size(p.bytes).c_str(),
-				static_cast<unsigned long long>(p.iterations), p.time_us(), p.throughput_MBps());
+		os << strprintf("  %10s %9llu %12.2f %11.1f %6s", format_size(p.bytes).c_str(),
+				static_cast<unsigned long long>(p.iterations), p.time_us(), p.throughput_MBps(),
+				num(p.cpu_pct, "%.0f").c_str());
+		if (lat) {
+			const LatencySummary l = summarize_latency(p.latency_us);
+			os << strprintf(" %9.2f %9.2f %9.2f %9.2f", l.p50, l.p99, l.p999, l.max);
+		}
 		if (eff)
 			os << (std::isfinite(p.efficiency) ? strprintf("  %7.1f%%", 100 * p.efficiency)
 							    : strprintf("  %8s", "-"));
@@ -216,6 +227,56 @@ void write_efficiency_by_size(std::ostream &os, const Run &run)
 		}
 		os << "\n";
 	}
+}
+
+LatencySummary summarize_latency(const std::vector<double> &sorted_us)
+{
+	LatencySummary l;
+	const std::size_t n = sorted_us.size();
+	if (n == 0)
+		return l;
+	// nearest rank: the smallest sample with at least q of all samples at or below it
+	auto rank = [&](double q) {
+		std::size_t k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(n)));
+		return sorted_us[std::min(n, std::max<std::size_t>(k, 1)) - 1];
+	};
+	l.samples = n;
+	l.min = sorted_us.front();
+	l.p50 = rank(0.5);
+	l.p99 = rank(0.99);
+	l.p999 = rank(0.999);
+	l.max = sorted_us.back();
+	return l;
+}
+
+void write_latency_csv(std::ostream &os, const Run &run)
+{
+	os << kLatencyCsvHeader << "\n";
+	for (const auto &m : run.modes)
+		for (const auto &p : m.points) {
+			if (p.latency_us.empty())
+				continue;
+			const LatencySummary l = summarize_latency(p.latency_us);
+			os << csv(m.name) << ',' << m.direction << ',' << p.bytes << ',' << l.samples << ','
+			   << csv(run.info.clock) << ',' << num(l.min, "%.3f") << ',' << num(l.p50, "%.3f") << ','
+			   << num(l.p99, "%.3f") << ',' << num(l.p999, "%.3f") << ',' << num(l.max, "%.3f") << ','
+			   << num(p.cpu_pct, "%.1f") << "\n";
+		}
+}
+
+void write_latency_histogram_csv(std::ostream &os, const Run &run)
+{
+	os << kLatencyHistCsvHeader << "\n";
+	for (const auto &m : run.modes)
+		for (const auto &p : m.points) {
+			// bins a quarter octave wide: [2^(k/4), 2^((k+1)/4)) microseconds
+			std::map<int, std::size_t> bins;
+			for (double us : p.latency_us)
+				++bins[static_cast<int>(std::floor(4 * std::log2(std::max(us, 1e-3))))];
+			for (const auto &b : bins)
+				os << csv(m.name) << ',' << p.bytes << ',' << num(std::exp2(b.first / 4.0), "%.4f") << ','
+				   << num(std::exp2((b.first + 1) / 4.0), "%.4f") << ',' << b.second << "\n";
+		}
 }
 
 void write_points_csv(std::ostream &os, const Run &run)

@@ -8,6 +8,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "results.hpp"
 
@@ -21,7 +22,20 @@ extern const char *const kFitCsvHeader;    // first line of PREFIX-fit.csv
 // "min(a;b)". Returns false (and fills nothing) when the reference is empty or not in the run.
 bool apply_reference(ModeResult &m, const Run &run);
 
+// Latency modes: the order statistics of one size's round trips (nearest rank).
+struct LatencySummary {
+	std::size_t samples = 0;
+	double min = 0, p50 = 0, p99 = 0, p999 = 0, max = 0;
+};
+LatencySummary summarize_latency(const std::vector<double> &sorted_us);
+
 void write_mode_table(std::ostream &os, const ModeResult &m);
+// PREFIX-latency.csv (kLatencyCsvHeader) and PREFIX-latency-hist.csv (kLatencyHistCsvHeader):
+// the latency modes' round trips per size, summarised and as a histogram.
+extern const char *const kLatencyCsvHeader;
+extern const char *const kLatencyHistCsvHeader;
+void write_latency_csv(std::ostream &os, const Run &run);
+void write_latency_histogram_csv(std::ostream &os, const Run &run);
 void write_summary(std::ostream &os, const Run &run);
 // Part of the summary: each mode's efficiency at 1M, 8M, 64M, 256M, 1G where measured.
 void write_efficiency_by_size(std::ostream &os, const Run &run);

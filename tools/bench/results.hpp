@@ -21,6 +21,8 @@ struct Point {
 	double total_s = 0;                // wall time of all iterations together
 	double efficiency = std::nan("");  // throughput / reference's throughput at this size; NaN: none
 	std::string verified;              // "" (not checked), "ok" or "fail"
+	double cpu_pct = std::nan("");     // CPU time of dmabench in the kept block / its wall time
+	std::vector<double> latency_us;    // latency modes: each transfer's round trip, sorted
 
 	double seconds() const { return iterations ? total_s / static_cast<double>(iterations) : 0; }
 	double time_us() const { return seconds() * 1e6; }
@@ -77,6 +79,7 @@ struct RunInfo {
 	std::string cpus;         // "" when not pinned
 	std::string reference;    // --ref as given ("auto" or a mode)
 	double wall_s = 0;        // the whole run
+	std::string clock = "wall"; // what timed the transfers: "wall", or "board (N MHz)"
 };
 
 struct Run {

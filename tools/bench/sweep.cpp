@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <stdexcept>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "../common/units.hpp"
@@ -122,6 +123,16 @@ double seconds_since(std::chrono::steady_clock::time_point t0)
 	return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// User and system time of the whole process (all its threads) so far.
+double cpu_seconds()
+{
+	struct rusage u;
+	if (getrusage(RUSAGE_SELF, &u) != 0)
+		return NAN;
+	return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+	       static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
 } // namespace
 
 void run_sweep(Mode &mode, const SweepOptions &o, Progress &progress, ModeResult &out,
@@ -167,13 +178,23 @@ void run_sweep(Mode &mode, const SweepOptions &o, Progress &progress, ModeResult
 		p.bytes = bytes;
 		p.iterations = auto_iterations(o, warm);
 		p.total_s = INFINITY;
+		mode.take_latencies(); // the warm-up's are not reported
 		for (unsigned r = 0; r < std::max(1u, o.repeat); ++r) {
 			if (r && stop_requested())
 				break;
-			auto t0 = clock::now();
+			const double cpu0 = cpu_seconds();
+			const auto w0 = clock::now();
+			const double t0 = o.now ? o.now() : 0;
 			mode.run(bytes, p.iterations);
-			p.total_s = std::min(p.total_s, seconds_since(t0));
+			const double t = o.now ? o.now() - t0 : seconds_since(w0);
+			const double cpu = cpu_seconds() - cpu0, wall = seconds_since(w0);
+			if (t < p.total_s) {
+				p.total_s = t;
+				p.cpu_pct = wall > 0 ? 100 * cpu / wall : NAN;
+			}
 		}
+		p.latency_us = mode.take_latencies();
+		std::sort(p.latency_us.begin(), p.latency_us.end());
 		if (o.verify && mode.can_verify()) {
 			std::string why;
 			bool ok = mode.verify(bytes, &why);

@@ -29,6 +29,8 @@ struct SweepOptions {
 	std::uint64_t max_iterations = 100000;
 	unsigned repeat = 3;           // timed blocks per size; the fastest counts
 	bool verify = false;
+	// The clock of the timed blocks, in seconds (the host's steady clock when empty).
+	std::function<double()> now;
 };
 
 // Ctrl-C: request_stop() (async-signal-safe) makes run_sweep return after the current
