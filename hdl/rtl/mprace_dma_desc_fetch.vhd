@@ -11,8 +11,11 @@
 --   * Each descriptor is checked in the order of the spec: reserved bits (DESC_RESERVED), length
 --     (DESC_LENGTH), alignment (DESC_ALIGN). A failed fetch (UR/CA/poisoned: BUS_ERROR, the
 --     core's completion timeout: TIMEOUT) queues that error in place of the descriptors.
---   * After queueing an error it fetches nothing more. enable = '0' empties the queue and
---     forgets a fetch in flight (its completion is dropped); fetching restarts at HEAD.
+--   * After queueing a ring or fetch error it fetches nothing more. A descriptor that fails its
+--     checks is queued with its code and fetching goes on up to TAIL (section 4 allows fetching
+--     ahead; the channel stops at that entry and disables the fetcher). enable = '0' empties
+--     the queue and forgets a fetch in flight (its completion is dropped); fetching restarts at
+--     HEAD.
 -- Spec: docs/dma-engine.md sections 2 (ring), 3 (limits), 4 (channel operation) and 5 (errors).
 library ieee;
 use ieee.std_logic_1164.all;
