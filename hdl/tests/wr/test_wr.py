@@ -1,0 +1,223 @@
+"""mprace_dma_wr with the C2H source and the dword ring in front (docs/dma-engine.md sections 2-5).
+
+The test feeds seeded random data on the C2H stream (bursty; with or without packet ends), queues
+seeded random descriptors (addresses and lengths on any dword, up to 64 KiB), stalls the request
+stream at random and reads back every TLP. Each TLP must be a memory write of at most MPS that
+does not cross an MPS-aligned boundary; each descriptor's data must be the next bytes of the
+stream, at its address, in order; a packet end (tlast) ends the descriptor early with EOP and
+the bytes received; the completion record (RESULT_BYTES, RESULT_STATUS) follows its data on the
+same stream; the reports come in descriptor order with code, bytes, IRQ and STOP. Variants: a
+descriptor that failed its checks (a record-only write, or with no valid slot a report alone),
+and an abort while the engine waits for data (a record of the bytes written so far, ABORTED)."""
+import random
+
+import cocotb
+import pytest
+from cocotb.clock import Clock
+from cocotb.triggers import RisingEdge, Timer, with_timeout
+from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
+
+import hdl_runner
+from mprace_tb import PacketMonitor, env_int, pause_pattern, quiet_logs
+
+DONE, ERROR, EOP = 1, 2, 4
+ABORTED = 7
+
+
+@cocotb.test()
+async def write(dut):
+    quiet_logs(dut)
+    rng = random.Random(env_int("MPRACE_SEED", 1))
+    busy = env_int("MPRACE_BUSY", 30) / 100
+    mps_dw = env_int("MPRACE_MPS", 256) // 4
+    packets = env_int("MPRACE_PACKETS", 0)
+    count = env_int("MPRACE_COUNT", 40)
+    ending = ["none", "error_record", "error_report", "abort"][env_int("MPRACE_END", 0)]
+
+    cocotb.start_soon(Clock(dut.clk, 4, "ns").start())
+    dut.rst.value = 1
+    for sig in ("job_valid", "abort", "s_axis_tvalid"):
+        getattr(dut, sig).value = 0
+    dut.mps_dw.value = mps_dw
+    dut.use_tlast.value = packets
+    dut.abort_code.value = ABORTED
+    for _ in range(4):
+        await RisingEdge(dut.clk)
+    src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
+    rq = AxiStreamSink(AxiStreamBus.from_prefix(dut, "rq"), dut.clk, dut.rst)
+    mon = PacketMonitor(dut, "rq", dut.clk)
+    if busy:
+        rq.set_pause_generator(pause_pattern(rng, busy))
+        src.set_pause_generator(pause_pattern(random.Random(rng.getrandbits(32)), busy))
+    dut.rst.value = 0
+
+    # the descriptors and what each must produce, from the stream they will consume
+    jobs = []
+    for k in range(count):
+        addr = (rng.getrandbits(48) << 2) & ~0 | 0
+        length = 4 * rng.choice([1, 2, 7, 8, 9, 64, rng.randint(1, 16384)])
+        jobs.append(dict(addr=addr, len=length, ctrl=rng.getrandbits(3) & 0b011,
+                         rec_addr=rng.getrandbits(45) << 3))
+    stream_dw = sum(j["len"] for j in jobs) // 4 + 64
+    stream = [rng.getrandbits(32) for _ in range(stream_dw)]
+    ends = set()
+    if packets:   # packet ends at random, some right at a descriptor's end
+        at = 0
+        while at < stream_dw:
+            at += rng.randint(1, 3000)
+            ends.add(min(at, stream_dw))
+    expected = []
+    pos = 0
+    for j in jobs:
+        n = j["len"] // 4
+        end = min([e for e in ends if pos < e <= pos + n], default=None)
+        got = (end - pos) if end is not None else n
+        eop = end is not None
+        expected.append(dict(addr=j["addr"], data=stream[pos:pos + got], bytes=4 * got, eop=eop,
+                             rec_addr=j["rec_addr"], code=0, irq=j["ctrl"] & 1, stop=0))
+        pos += got
+    used = pos
+
+    async def feed():
+        frng = random.Random(rng.getrandbits(32))
+        cuts = sorted(ends | {stream_dw}) if packets else []
+        at = 0
+        while at < stream_dw:
+            if ending == "abort" and at >= used:
+                return   # the last descriptor waits for data that never comes
+            nxt = min([c for c in cuts if c > at], default=stream_dw) if packets else stream_dw
+            if ending == "abort":
+                nxt = min(nxt, used)
+            step = min(nxt - at, frng.randint(1, 600))
+            frame = AxiStreamFrame(stream[at:at + step])
+            # only the piece that reaches a packet end carries tlast (use_tlast gates the rest)
+            if packets and at + step != nxt:
+                frame.tlast_off = True
+            await send_piece(frame, packets and at + step == nxt)
+            at += step
+
+    async def send_piece(frame, last):
+        # a frame always ends with tlast; pieces inside a packet must not: send them with
+        # use_tlast low for their duration
+        if packets and not last:
+            await src.wait()
+            dut.use_tlast.value = 0
+            await src.send(frame)
+            await src.wait()
+            dut.use_tlast.value = 1
+        else:
+            await src.send(frame)
+
+    cocotb.start_soon(feed())
+
+    async def submit(job, err=0, rec=1):
+        dut.job_addr.value = job["addr"]
+        dut.job_len.value = job["len"]
+        dut.job_ctrl.value = job["ctrl"]
+        dut.job_err.value = err
+        dut.job_rec.value = rec
+        dut.job_rec_addr.value = job["rec_addr"]
+        dut.job_valid.value = 1
+        while True:
+            await RisingEdge(dut.clk)
+            if dut.job_ready.value == 1:
+                break
+        dut.job_valid.value = 0
+
+    reports = []
+
+    async def collect_reports():
+        while True:
+            await RisingEdge(dut.clk)
+            if dut.ev_valid.value == 1:
+                reports.append(dict(code=int(dut.ev_code.value), bytes=int(dut.ev_bytes.value),
+                                    irq=int(dut.ev_irq.value), stop=int(dut.ev_stop.value)))
+    cocotb.start_soon(collect_reports())
+
+    async def submit_all():
+        jrng = random.Random(rng.getrandbits(32))
+        for j in jobs:
+            await submit(j)
+            if jrng.random() < 0.3:
+                await Timer(4 * jrng.randint(1, 50), "ns")
+                await RisingEdge(dut.clk)
+        if ending in ("error_record", "error_report"):
+            bad = dict(addr=0, len=4, ctrl=1, rec_addr=rng.getrandbits(45) << 3)
+            code = rng.choice([1, 2, 3])
+            await submit(bad, err=code, rec=int(ending == "error_record"))
+            expected.append(dict(addr=None, data=[], bytes=0, eop=False, rec_addr=bad["rec_addr"] if ending == "error_record" else None,
+                                 code=code, irq=1, stop=0))
+        if ending == "abort":
+            long = dict(addr=rng.getrandbits(40) << 2, len=4096, ctrl=0, rec_addr=rng.getrandbits(45) << 3)
+            await submit(long)
+            await Timer(2000, "ns")   # it waits for data that never comes
+            await RisingEdge(dut.clk)  # a Timer may end on an edge: drive after one
+            dut.abort.value = 1
+            await RisingEdge(dut.clk)
+            dut.abort.value = 0
+            expected.append(dict(addr=long["addr"], data=[], bytes=0, eop=False, rec_addr=long["rec_addr"],
+                                 code=ABORTED, irq=0, stop=0))
+    sub = cocotb.start_soon(submit_all())
+
+    def tlp(frame):
+        d = list(frame.tdata)
+        return dict(addr=(d[1] << 32) | (d[0] & ~3), dwords=d[2] & 0x7FF, type=(d[2] >> 11) & 0xF, data=d[4:])
+
+    # read back every TLP, descriptor by descriptor
+    k = 0
+    while k < len(expected) or not sub.done():
+        if k >= len(expected):
+            await Timer(100, "ns")
+            continue
+        e = expected[k]
+        got = []
+        while len(got) < len(e["data"]):
+            t = tlp(await with_timeout(rq.recv(), 200, "us"))
+            assert t["type"] == 1, f"descriptor {k}: TLP type {t['type']}, want a memory write"
+            assert len(t["data"]) == t["dwords"], f"descriptor {k}: {len(t['data'])} payload dwords, header says {t['dwords']}"
+            assert t["dwords"] <= mps_dw, f"descriptor {k}: a TLP of {t['dwords']} dwords exceeds MPS ({mps_dw})"
+            mps_b = 4 * mps_dw
+            assert t["addr"] % mps_b + 4 * t["dwords"] <= mps_b, f"descriptor {k}: TLP at {t['addr']:#x} crosses an MPS boundary"
+            want_addr = e["addr"] + 4 * len(got)
+            assert t["addr"] == want_addr, f"descriptor {k}: TLP at {t['addr']:#x}, want {want_addr:#x}"
+            got += t["data"]
+        assert got == e["data"], f"descriptor {k}: data differs from the stream"
+        if e["rec_addr"] is not None:
+            try:
+                t = tlp(await with_timeout(rq.recv(), 200, "us"))
+            except Exception:
+                raise AssertionError(f"descriptor {k} of {len(expected)}: no record within 200 us; "
+                                     f"{len(reports)} reports, the last {reports[-2:]}; idle {dut.idle.value}, "
+                                     f"job_valid {dut.job_valid.value}, submitted {sub.done()}")
+            status = DONE | (EOP if e["eop"] else 0) | ((ERROR | (e["code"] << 8)) if e["code"] else 0)
+            assert t["type"] == 1 and t["addr"] == e["rec_addr"] and t["data"] == [e["bytes"], status], \
+                f"descriptor {k}: record {t}, want {[e['bytes'], status]} at {e['rec_addr']:#x}"
+        k += 1
+    for _ in range(200):
+        await RisingEdge(dut.clk)
+    want_reports = [dict(code=e["code"], bytes=e["bytes"], irq=e["irq"], stop=e["stop"]) for e in expected]
+    assert reports == want_reports, f"reports differ: first {next((i, a, b) for i, (a, b) in enumerate(zip(reports + [None] * 9, want_reports)) if a != b)}"
+    assert rq.empty(), "TLPs beyond the expected ones"
+    assert not mon.errors, mon.errors[:3]
+
+
+CASES = {
+    # name: MPS bytes, backpressure %, packet ends, ending
+    "mps256": (256, 30, 0, 0),
+    "mps128_nobusy": (128, 0, 0, 0),
+    "mps512_busy70": (512, 70, 0, 0),
+    "packets_mps256": (256, 30, 1, 0),
+    "error_record": (256, 30, 0, 1),
+    "error_report": (128, 0, 0, 2),
+    "abort": (256, 30, 0, 3),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_wr(case):
+    mps, busy, packets, ending = CASES[case]
+    hdl_runner.run("wr_tb", "test_wr", "write", f"wr_{case}",
+                   env={"MPRACE_SEED": env_int("MPRACE_SEED", 0) or (len(case) * 104729 + mps),
+                        "MPRACE_MPS": mps, "MPRACE_BUSY": busy, "MPRACE_PACKETS": packets,
+                        "MPRACE_END": ending, "MPRACE_COUNT": 30},
+                   extra_sources=["wr/wr_tb.vhd"])
