@@ -113,6 +113,25 @@ START_TEST(test_slice_throws)
 }
 END_TEST
 
+// The copy as a public function, with workers and without: the one-thread result.
+START_TEST(test_transform_copy)
+{
+	const std::size_t n = (1 << 20) + 6;
+	std::vector<std::int16_t> src(n);
+	for (std::size_t k = 0; k < n; ++k)
+		src[k] = static_cast<std::int16_t>(k * 40503u);
+	std::vector<float> want(n), got(n);
+	Int16ToFloat x(0.25f);
+	detail::apply_transform(x, src.data(), want.data(), n);
+	CopyWorkers w(3);
+	transform_copy(&w, x, src.data(), got.data(), n);
+	ck_assert_bytes_eq(got.data(), want.data(), 4 * n);
+	std::fill(got.begin(), got.end(), 0.0f);
+	transform_copy(nullptr, x, src.data(), got.data(), n);
+	ck_assert_bytes_eq(got.data(), want.data(), 4 * n);
+}
+END_TEST
+
 START_TEST(test_thread_counts)
 {
 	std::vector<std::byte> sink(BUF);
@@ -379,6 +398,7 @@ extern "C" Suite *test_suite(void)
 	tcase_add_test(tc, test_slices_cover_once);
 	tcase_add_test(tc, test_slices_run_in_parallel);
 	tcase_add_test(tc, test_slice_throws);
+	tcase_add_test(tc, test_transform_copy);
 	tcase_add_test(tc, test_thread_counts);
 	tcase_add_test(tc, test_chunk_threads);
 	tcase_add_test(tc, test_double_threads);

@@ -170,7 +170,7 @@ public:
 			std::memcpy(dst_.data(), src_.data(), bytes);
 			return;
 		}
-		bufmgr::detail::transform_copy(workers_.get(), identity_, src_.data(), dst_.data(), bytes);
+		bufmgr::transform_copy(workers_.get(), identity_, src_.data(), dst_.data(), bytes);
 	}
 	bool can_verify() const override { return true; }
 	bool verify(std::uint64_t bytes, std::string *why) override

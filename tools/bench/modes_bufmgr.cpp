@@ -166,7 +166,8 @@ private:
 		} else {
 			std::vector<BoardElem> board(bytes / sizeof(BoardElem));
 			fill_pattern(board.data(), bytes, seed);
-			bufmgr::detail::apply_transform(Conv::read_transform(), board.data(), user_, board.size());
+			auto x = Conv::read_transform();
+			bufmgr::transform_copy(nullptr, x, board.data(), user_, board.size());
 		}
 	}
 
@@ -181,7 +182,8 @@ private:
 			std::vector<BoardElem> board(n);
 			std::vector<UserElem> want(n);
 			fill_pattern(board.data(), bytes, seed);
-			bufmgr::detail::apply_transform(Conv::read_transform(), board.data(), want.data(), n);
+			auto x = Conv::read_transform();
+			bufmgr::transform_copy(nullptr, x, board.data(), want.data(), n);
 			for (std::size_t k = 0; k < n; ++k)
 				if (std::memcmp(&want[k], &user_[k], sizeof(UserElem)) != 0)
 					return static_cast<std::int64_t>(k);

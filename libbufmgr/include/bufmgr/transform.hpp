@@ -177,12 +177,16 @@ inline void apply_transform(XRef &&x, const typename X::in_type *src, typename X
 	}
 }
 
+} // namespace detail
+
 // Slices shorter than this are not worth a thread's wake-up (about 10 us of copying).
 inline constexpr std::size_t min_copy_slice_bytes = 64 << 10;
 
-// apply_transform over the copy threads of `workers` (nullptr or one thread: the caller
-// alone). Slices start at multiples of 64 elements, so no two threads write one cache line.
-// A reducing transform gets one partial per slice, folded in slice order once all succeeded.
+// The buffer managers' copy, for use outside them too: n elements from src to dst through
+// transform x, cut into slices on the threads of `workers` (nullptr or one thread: the calling
+// thread alone). Slices start at multiples of 64 elements, so no two threads write one cache
+// line. A reducing transform gets one partial per slice, folded in slice order once all
+// succeeded. Owner thread of `workers`; src and dst do not overlap. Throws what x throws.
 template <class X>
 void transform_copy(CopyWorkers *workers, X &x, const typename X::in_type *src,
 		    typename X::out_type *dst, std::size_t n)
@@ -190,7 +194,7 @@ void transform_copy(CopyWorkers *workers, X &x, const typename X::in_type *src,
 	constexpr std::size_t elem = std::max(sizeof(typename X::in_type), sizeof(typename X::out_type));
 	constexpr std::size_t min_slice = min_copy_slice_bytes / elem;
 	if (!workers || !is_splittable_v<X> || workers->threads() == 1 || n < 2 * min_slice) {
-		apply_transform(x, src, dst, n);
+		detail::apply_transform(x, src, dst, n);
 		return;
 	}
 	if constexpr (is_reducing_transform_v<X>) {
@@ -205,12 +209,10 @@ void transform_copy(CopyWorkers *workers, X &x, const typename X::in_type *src,
 	} else {
 		const X &cx = x;
 		workers->for_slices(n, 64, min_slice, [&](std::size_t b, std::size_t e, std::size_t) {
-			apply_transform(cx, src + b, dst + b, e - b);
+			detail::apply_transform(cx, src + b, dst + b, e - b);
 		});
 	}
 }
-
-} // namespace detail
 
 } // namespace bufmgr
 
