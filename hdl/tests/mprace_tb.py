@@ -24,7 +24,7 @@ import cocotb
 from cocotb.triggers import Event, FallingEdge, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
-from cocotbext.axi import AxiStreamBus
+from cocotbext.axi import AxiStreamBus, AxiStreamFrame
 from cocotbext.axi.address_space import MemoryRegion
 from cocotbext.pcie.core import RootComplex
 from cocotbext.pcie.core.tlp import Tlp, TlpType
@@ -603,3 +603,33 @@ def pause_pattern(rng, busy=0.3, burst=8):
 def pattern_bytes(seed, words):
     """The generator's counter pattern: word n = seed + n (mod 2**32), little-endian."""
     return b"".join(struct.pack("<I", (seed + n) & 0xFFFFFFFF) for n in range(words))
+
+
+# ---- raw TLPs on the core's requester interfaces (PG156), for the unit testbenches that play
+# the core themselves instead of cocotbext-pcie's model
+
+def rq_tlp(frame):
+    """A requester-request TLP (one AXI4-Stream frame of dwords): the RQ descriptor's fields
+    and the payload after it."""
+    d = list(frame.tdata)
+    return dict(addr=(d[1] << 32) | (d[0] & ~3), dwords=d[2] & 0x7FF, type=(d[2] >> 11) & 0xF,
+                tag=d[3] & 0xFF, data=d[4:])
+
+
+def rc_completion(addr, payload, remaining, done, tag, err=0):
+    """A requester completion as the core delivers it on RC: the descriptor (lower address,
+    error code, bytes of the request still to come including these, request completed; dword
+    count; tag), then the payload."""
+    words = [(addr & 0xFFF) | (err << 12) | ((remaining & 0x1FFF) << 16) | (int(done) << 30),
+             len(payload), tag] + list(payload)
+    return AxiStreamFrame(words, tuser=0)
+
+
+def rcb_cut(addr, nbytes, rcb, rng):
+    """Bytes of the next completion of a read of nbytes at addr: up to a read-completion
+    boundary chosen at random (each one ends it with probability 1/2), or all of it."""
+    end = addr
+    while True:
+        end = (end // rcb + 1) * rcb
+        if end >= addr + nbytes or rng.random() < 0.5:
+            return min(end, addr + nbytes) - addr

@@ -18,10 +18,10 @@ import cocotb
 import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
-from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
+from cocotbext.axi import AxiStreamBus, AxiStreamSink, AxiStreamSource
 
 import hdl_runner
-from mprace_tb import env_int, pause_pattern, quiet_logs
+from mprace_tb import env_int, pause_pattern, quiet_logs, rc_completion, rcb_cut, rq_tlp
 
 TAG = 3            # the fetcher's tag (generic tag_g of the wrapper)
 MAX_LEN = 1 << 24  # MP_ENGINE_MAX_DESC_LEN
@@ -112,24 +112,16 @@ async def fetch(dut):
             state["tail"] = k + 1
         dut.tail.value = state["tail"] & 0xFFFFFFFF
 
-    def completion(addr, payload, remaining, done, err=0, tag=TAG):
-        words = [(addr & 0xFFF) | (err << 12) | ((remaining & 0x1FFF) << 16) | (done << 30),
-                 len(payload), tag] + payload
-        return AxiStreamFrame(words, tuser=0)
-
     async def completer():
         crng = random.Random(rng.getrandbits(32))
         while True:
-            frame = await rq.recv()
-            d = list(frame.tdata)
-            addr = (d[1] << 32) | (d[0] & ~3)
-            dwords = d[2] & 0x7FF
-            tag = d[3] & 0xFF
+            t = rq_tlp(await rq.recv())
+            addr, dwords, tag = t["addr"], t["dwords"], t["tag"]
             n = dwords // 8
             slot = (addr - base) // 32
             state["requests"] += 1
-            if tag != TAG or (d[2] >> 11) & 0xF != 0:
-                errors.append(f"request {d[:4]}: tag {tag} or type not a memory read")
+            if tag != TAG or t["type"] != 0:
+                errors.append(f"request at {addr:#x}: tag {tag} or type {t['type']} not a memory read")
             if addr % 32 or not 0 <= slot < size or dwords % 8 or not 1 <= n <= 8:
                 errors.append(f"request at {addr:#x} for {dwords} dwords: not whole descriptors of the ring")
             if slot + n > size:
@@ -140,25 +132,20 @@ async def fetch(dut):
                 errors.append(f"request for {dwords} dwords exceeds MRRS ({mrrs_dw} dwords)")
             await Timer(4 * crng.randint(1, 40), "ns")
             if crng.random() < 0.3:   # someone else's completion first: must be ignored
-                await rc.send(completion(0, [crng.getrandbits(32) for _ in range(8)], 32, 1, tag=TAG + 2))
+                await rc.send(rc_completion(0, [crng.getrandbits(32) for _ in range(8)], 32, 1, tag=TAG + 2))
             if fail_request is not None and state["requests"] == fail_request:
                 # the fetch index of this request: the one at `slot` in [HEAD, HEAD + size)
                 state["failed_at"] = state["head"] + (slot - state["head"]) % size
                 code = 0x9 if bad_kind == "timeout" else crng.choice([0x1, 0x2, 0x3])  # timeout; poisoned, UR, CA
-                await rc.send(completion(addr, [], 32 * n, 1, err=code))
+                await rc.send(rc_completion(addr, [], 32 * n, 1, TAG, err=code))
                 continue
             payload = [w for s in range(slot, slot + n) for w in ring[s]]
             # split at random read-completion boundaries of the address
             at = 0
             while at < len(payload):
-                end = at
-                while True:
-                    end = (((addr + 4 * end) // rcb + 1) * rcb - addr) // 4
-                    if end >= len(payload) or crng.random() < 0.5:
-                        break
-                end = min(end, len(payload))
-                await rc.send(completion(addr + 4 * at, payload[at:end], 4 * (len(payload) - at),
-                                         int(end == len(payload))))
+                left = 4 * (len(payload) - at)
+                end = at + rcb_cut(addr + 4 * at, left, rcb, crng) // 4
+                await rc.send(rc_completion(addr + 4 * at, payload[at:end], left, end == len(payload), TAG))
                 at = end
 
     async def consumer():

@@ -16,10 +16,10 @@ import cocotb
 import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
-from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
+from cocotbext.axi import AxiStreamBus, AxiStreamSink, AxiStreamSource
 
 import hdl_runner
-from mprace_tb import env_int, pause_pattern, quiet_logs
+from mprace_tb import env_int, pause_pattern, quiet_logs, rc_completion, rcb_cut, rq_tlp
 
 RING_LOG2 = 12
 RING = 1 << RING_LOG2    # dwords
@@ -95,13 +95,11 @@ async def read(dut):
 
     async def take_requests():
         while True:
-            d = list((await rq.recv()).tdata)
-            addr = (d[1] << 32) | (d[0] & ~3)
-            dwords = d[2] & 0x7FF
-            tag = d[3] & 0xFF
+            t = rq_tlp(await rq.recv())
+            addr, dwords, tag = t["addr"], t["dwords"], t["tag"]
             st["requests"] += 1
             n = st["requests"]
-            if (d[2] >> 11) & 0xF != 0:
+            if t["type"] != 0:
                 errors.append(f"request {n}: not a memory read")
             if not FIRST_TAG <= tag < TAGS or tag in outstanding:
                 errors.append(f"request {n}: tag {tag} not a free data tag")
@@ -135,25 +133,18 @@ async def read(dut):
                 if st["failed_pos"] is None:
                     st["failed_pos"] = r["pos"]
                 code = 0x9 if fail == "timeout" else arng.choice([0x1, 0x2, 0x3])
-                words = [(r["addr"] & 0xFFF) | (code << 12) | ((r["left"] & 0x1FFF) << 16) | (1 << 30), 0, tag]
-                await rc.send(AxiStreamFrame(words, tuser=0))
+                await rc.send(rc_completion(r["addr"], [], r["left"], True, tag, err=code))
                 continue
             # the next completion: up to one or more read-completion boundaries
-            end = r["addr"]
-            while True:
-                end = (end // rcb + 1) * rcb
-                if end >= r["addr"] + r["left"] or arng.random() < 0.5:
-                    break
-            size = min(end, r["addr"] + r["left"]) - r["addr"]
+            size = rcb_cut(r["addr"], r["left"], rcb, arng)
             done = size == r["left"]
-            payload = [mem(seed, r["addr"] + 4 * i) for i in range(size // 4)]
-            words = [(r["addr"] & 0xFFF) | ((r["left"] & 0x1FFF) << 16) | (int(done) << 30),
-                     size // 4, tag] + payload
+            frame = rc_completion(r["addr"], [mem(seed, r["addr"] + 4 * i) for i in range(size // 4)],
+                                  r["left"], done, tag)
             r["addr"] += size
             r["left"] -= size
             if done:
                 del outstanding[tag]
-            await rc.send(AxiStreamFrame(words, tuser=0))
+            await rc.send(frame)
 
     cocotb.start_soon(take_requests())
     cocotb.start_soon(answer())
