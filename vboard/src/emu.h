@@ -17,9 +17,13 @@
  *                  checker, loopback FIFO) and the user-stream model
  *   emu_pool.c     the copy pool: fill/check/copy kernels and the worker threads that run
  *                  the engine's data jobs ("segments") from one queue per channel
- *   emu_backend.c  emu_backend_ops, the backend: open/close, BARs, kmem, umem, IRQ wait
+ *   emu_mem.c      kmem and umem: host memory published in the IOMMU model (also sim:)
+ *   emu_backend.c  emu_backend_ops, the backend: open/close, BARs, IRQ wait
+ *   sim_backend.c  sim_backend_ops: the RTL under a simulator (hdl/cosim), with the IOMMU
+ *                  model, emu_mem.c and the MSI counters of this model ("sim:", docs/cosim.md)
  *   register.c     mp_vboard_register() (link-time registration, mprace/vboard.h)
  *   plugin.c       the plugin entry libpcidriver loads for "emu:" (shared builds)
+ *   sim_plugin.c   ... and for "sim:"
  *
  * Threads: one engine thread per channel (C2H, H2C), plus `workers` copy threads shared by
  * both channels. Callers' threads only touch registers (atomics, short mutexes) and the IOMMU
@@ -70,6 +74,8 @@
 
 /* The backend (emu_backend.c), registered by register.c or handed out by plugin.c. */
 extern const struct pd_backend_ops emu_backend_ops;
+/* The simulated RTL (sim_backend.c), registered and loaded the same ways. */
+extern const struct pd_backend_ops sim_backend_ops;
 
 /* ------------------------------------------------------------------ options */
 
@@ -421,6 +427,12 @@ static inline uint32_t emu_mps(const struct emu_dev *d)
 uint32_t emu_reg_read(void *ctx, uint64_t off);
 void emu_reg_write(void *ctx, uint64_t off, uint32_t val);
 
+/* emu_mem.c: the ops of the same names, for a device with cfg, mmu and lock set up */
+int emu_kmem_alloc(struct emu_dev *d, struct pd_backend_kmem *km);
+int emu_kmem_free(struct emu_dev *d, struct pd_backend_kmem *km);
+int emu_umem_map(struct emu_dev *d, struct pd_backend_umem *um);
+int emu_umem_unmap(struct emu_dev *d, struct pd_backend_umem *um);
+
 /* emu_irq.c */
 void emu_irq_init(struct emu_irq *irq, uint32_t vectors, int64_t drop);
 void emu_irq_destroy(struct emu_irq *irq);
@@ -430,6 +442,8 @@ void emu_irq_raise(struct emu_dev *d, uint32_t bit);
  * MSI reads the new value. */
 void emu_irq_raise_status(struct emu_dev *d, uint32_t bit, atomic_uint *reg, uint32_t val);
 void emu_irq_reset(struct emu_dev *d);
+/* One MSI message on vector vec arrived: counts it and wakes its waiters (sim:). */
+void emu_irq_msi(struct emu_irq *irq, unsigned int vec);
 int emu_irq_wait(struct emu_dev *d, unsigned int vec, uint32_t timeout_ms);
 int emu_irq_clear(struct emu_dev *d, unsigned int vec);
 void emu_irq_write_status(struct emu_dev *d, uint32_t v);  /* IRQ_STATUS: write 1 to clear */

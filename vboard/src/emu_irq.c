@@ -121,6 +121,17 @@ void emu_irq_reset(struct emu_dev *d)
 	pthread_mutex_unlock(&d->irq.lock);
 }
 
+void emu_irq_msi(struct emu_irq *irq, unsigned int vec)
+{
+	if (vec >= irq->vectors)
+		return;
+	pthread_mutex_lock(&irq->lock);
+	if (irq->count[vec] < INT_MAX)
+		irq->count[vec]++;
+	pthread_cond_broadcast(&irq->cond[vec]);
+	pthread_mutex_unlock(&irq->lock);
+}
+
 int emu_irq_wait(struct emu_dev *d, unsigned int vec, uint32_t timeout_ms)
 {
 	struct emu_irq *irq = &d->irq;

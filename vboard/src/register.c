@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* Link-time registration of the virtual board (mprace/vboard.h). */
+/* Link-time registration of the virtual board and the simulated RTL (mprace/vboard.h). */
 #include "emu.h"
 #include "mprace/vboard.h"
 
 int mp_vboard_register(void)
 {
-	return pd_backend_register(&emu_backend_ops);
+	int ret = pd_backend_register(&emu_backend_ops);
+
+	return ret ? ret : pd_backend_register(&sim_backend_ops);
 }

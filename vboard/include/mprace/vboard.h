@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The virtual board linked into the application (libmprace-vboard, pkg-config mprace-vboard).
+ * The virtual board ("emu:") and the simulated RTL ("sim:", docs/cosim.md) linked into the
+ * application (libmprace-vboard, pkg-config mprace-vboard).
  *
- * Shared builds need none of this: libpcidriver loads the virtual board as a plugin the first
- * time a device name starting with "emu" is opened. Link this library and call
+ * Shared builds need none of this: libpcidriver loads either as a plugin the first time a
+ * device name starting with "emu" or "sim" is opened. Link this library and call
  * mp_vboard_register() where that is not possible or not wanted: static builds (they load
  * no plugins), programs that must not depend on an installed plugin, tests of the model.
  */
@@ -15,9 +16,9 @@ extern "C" {
 #endif
 
 /*
- * Registers the virtual board as the backend of "emu" and "emu:OPTIONS" in this process
- * (pd_backend_register). Returns 0, also when it is registered already; -EEXIST when another
- * backend serves "emu". Thread-safe; call it before the first pd_open of "emu:".
+ * Registers the virtual board as the backend of "emu" and "emu:OPTIONS", and the simulated
+ * RTL as that of "sim" and "sim:OPTIONS", in this process (pd_backend_register). Returns 0,
+ * also when they are registered already; -EEXIST when another backend serves either prefix. Thread-safe; call it before the first pd_open of "emu:".
  */
 int mp_vboard_register(void);
 

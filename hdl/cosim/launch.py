@@ -1,0 +1,83 @@
+"""Starts the simulated board for libpcidriver's "sim:" device (docs/cosim.md).
+
+Run by the application's libpcidriver (vboard/src/sim_backend.c) with the venv's Python and the
+two sockets of sim_board.py as inherited file descriptors (MPRACE_SIM_FDS). It analyses the RTL
+with GHDL into a cache directory named after the sources' contents (once per change of the RTL;
+a lock serialises concurrent first uses), then replaces itself with the simulator, so that the
+application's child is the simulator itself.
+
+Environment: MPRACE_SIM_BUILD (cache directory; default $XDG_CACHE_HOME/mprace or ~/.cache/mprace),
+MPRACE_SIM_WAVE (write a GHW waveform there), and the options sim_board.py reads.
+"""
+import fcntl
+import hashlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+import hdl_runner  # noqa: E402  (the RTL's source list, one place)
+
+TOPLEVEL = "mprace_dma_top"
+
+
+def cache_root():
+    if os.environ.get("MPRACE_SIM_BUILD"):
+        return Path(os.environ["MPRACE_SIM_BUILD"])
+    base = os.environ.get("XDG_CACHE_HOME") or (
+        os.path.join(os.environ["HOME"], ".cache") if os.environ.get("HOME") else None)
+    if not base:
+        base = os.path.join(tempfile.gettempdir(), f"mprace-{os.getuid()}")
+    return Path(base) / "mprace"
+
+
+def build():
+    digest = hashlib.sha256()
+    for src in hdl_runner.SOURCES:
+        digest.update(src.name.encode() + b"\0" + src.read_bytes())
+    bdir = cache_root() / f"sim-{digest.hexdigest()[:16]}"
+    bdir.mkdir(parents=True, exist_ok=True)
+    with open(bdir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (bdir / ".built").exists():
+            from cocotb_tools.runner import get_runner
+            get_runner("ghdl").build(sources=hdl_runner.SOURCES, hdl_toplevel=TOPLEVEL,
+                                     build_dir=bdir, build_args=["--std=08"], always=True)
+            (bdir / ".built").touch()
+    return bdir
+
+
+def main():
+    import cocotb_tools.config as cfg
+    import find_libpython
+
+    bdir = build()
+    env = dict(os.environ)
+    libpython = find_libpython.find_libpython()
+    if not libpython:
+        sys.exit("sim: cannot find libpython for the simulator's Python")
+    env.update({
+        "GPI_USERS": f"{libpython};{cfg.pygpi_entry_point()}",
+        "PYGPI_PYTHON_BIN": sys.executable,
+        "PYTHONPATH": os.pathsep.join([str(HERE)] + sys.path),
+        "PATH": env.get("PATH", "/usr/bin:/bin") + os.pathsep + str(cfg.libs_dir),
+        "COCOTB_TOPLEVEL": TOPLEVEL,
+        "COCOTB_TEST_MODULES": "sim_board",
+        "TOPLEVEL_LANG": "vhdl",
+        "COCOTB_TRUST_INERTIAL_WRITES": "1",
+        "COCOTB_RESULTS_FILE": os.devnull,
+        "COCOTB_LOG_LEVEL": env.get("COCOTB_LOG_LEVEL", "WARNING"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    })
+    cmd = ["ghdl", "-r", "--work=top", "--std=08", f"--workdir={bdir}", TOPLEVEL,
+           "--vpi=" + cfg.lib_entry("vpi", "ghdl"), "--ieee-asserts=disable-at-0"]
+    if env.get("MPRACE_SIM_WAVE"):
+        cmd.append(f"--wave={env['MPRACE_SIM_WAVE']}")
+    os.chdir(bdir)
+    os.execvpe(cmd[0], cmd, env)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,687 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The RTL engine (hdl/rtl) under GHDL as a libpcidriver backend: device names "sim" and
+ * "sim:OPTIONS" (docs/cosim.md). pd_open starts the simulator as a child process
+ * (hdl/cosim/launch.py, which becomes GHDL running hdl/cosim/sim_board.py) connected by two
+ * socket pairs:
+ *   requests  register reads/writes, config space: this process asks, the board answers in
+ *             order (req_lock serialises the callers);
+ *   device    the engine's memory reads and writes and its MSI messages: `server` answers them
+ *             from the memory this process handed out, through the same IOMMU model and the
+ *             same kmem/umem code as the virtual board (emu_iommu.c, emu_mem.c), so that an
+ *             address that was not handed out is a fault here too.
+ * Socket pairs have no name in the file system (nothing stale is left behind), and the
+ * simulator ends when they close: on pd_close, and when this process dies however it dies.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "emu.h"
+
+extern char **environ;
+
+/* the message header of hdl/cosim/sim_board.py */
+struct sim_hdr {
+	uint8_t op;
+	uint8_t pad[3];
+	uint32_t len;
+	uint64_t addr;
+};
+
+enum { SIM_REQ_RD32 = 1, SIM_REQ_WR32, SIM_REQ_CFGRD, SIM_REQ_CFGWR, SIM_REQ_QUIT };
+enum { SIM_DEV_MEMRD = 1, SIM_DEV_MEMWR, SIM_DEV_MSI, SIM_DEV_HELLO };
+
+#define SIM_HOST_BASE (1ull << 32)   /* sim_board.py's HOST_BASE: where bus addresses start */
+#define SIM_MAX_DMA 4096u            /* one TLP's payload at most (MPS/MRRS <= 4096) */
+#define SIM_START_S 600              /* a first start builds the RTL: allow for a slow host */
+
+struct sim_opts {
+	uint32_t mps, mrrs, msi, poll_ns;
+	bool split, reorder;
+	uint64_t seed;
+	char wave[256];
+};
+
+struct sim_dev {
+	struct emu_dev *mem;          /* cfg (sg=, maxseg=, kmax=, seed=), IOMMU model, MSI counters */
+	struct sim_opts opt;
+	pid_t pid;
+	int req_fd, dev_fd, log_fd;
+	pthread_mutex_t req_lock;
+	pthread_t server;
+	bool server_started;
+	atomic_bool dead;             /* the simulator is gone: reads return all-ones */
+	uint32_t bar0_size, vectors;
+	uint8_t dma_buf[SIM_MAX_DMA]; /* the server's */
+};
+
+/* ------------------------------------------------------------------ options */
+
+static int parse_u64(const char *v, uint64_t *out)
+{
+	char *end;
+	unsigned long long x;
+
+	if (!*v || *v == '-')
+		return -1;
+	errno = 0;
+	x = strtoull(v, &end, 0);
+	if (errno)
+		return -1;
+	if (*end == 'K' || *end == 'k')
+		x <<= 10, end++;
+	else if (*end == 'M')
+		x <<= 20, end++;
+	if (*end)
+		return -1;
+	*out = x;
+	return 0;
+}
+
+static bool pow2_in(uint64_t x, uint64_t lo, uint64_t hi)
+{
+	return x >= lo && x <= hi && !(x & (x - 1));
+}
+
+/* "sim" or "sim:key=value,...": the simulator's options into *o, the memory layout's into the
+ * model config (defaults as for emu:, except the IOVA base, which must lie above the root
+ * complex's own windows). */
+static int parse_options(const char *name, struct sim_opts *o, struct emu_config *cfg)
+{
+	char buf[512], *item, *save = NULL, *eq;
+	const char *opts = strchr(name, ':');
+	uint64_t v;
+	int ret = emu_parse_options("emu", cfg);
+
+	if (ret)
+		return ret;
+	*o = (struct sim_opts){ .mps = 256, .mrrs = 512, .msi = 4, .poll_ns = 200, .seed = 1 };
+	cfg->iova_base = SIM_HOST_BASE;
+	if (!opts || !opts[1])
+		return 0;
+	if (strlen(opts + 1) >= sizeof(buf)) {
+		pd_backend_set_error("sim: options too long");
+		return -EINVAL;
+	}
+	strcpy(buf, opts + 1);
+	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		eq = strchr(item, '=');
+		if (!eq)
+			goto bad;
+		*eq++ = '\0';
+		if (!strcmp(item, "wave")) {
+			if (!*eq || strlen(eq) >= sizeof(o->wave))
+				goto bad;
+			strcpy(o->wave, eq);
+			continue;
+		}
+		if (!strcmp(item, "sg")) {
+			if (!strcmp(eq, "random"))
+				cfg->sg = EMU_SG_RANDOM;
+			else if (!strcmp(eq, "merged"))
+				cfg->sg = EMU_SG_MERGED;
+			else if (!strcmp(eq, "pages"))
+				cfg->sg = EMU_SG_PAGES;
+			else
+				goto bad;
+			continue;
+		}
+		if (parse_u64(eq, &v))
+			goto bad;
+		if (!strcmp(item, "mps") && pow2_in(v, 128, 1024))
+			o->mps = (uint32_t)v;
+		else if (!strcmp(item, "mrrs") && pow2_in(v, 128, 4096))
+			o->mrrs = (uint32_t)v;
+		else if (!strcmp(item, "msi") && pow2_in(v, 1, 4))
+			o->msi = (uint32_t)v;
+		else if (!strcmp(item, "split") && v <= 1)
+			o->split = v;
+		else if (!strcmp(item, "reorder") && v <= 1)
+			o->reorder = v;
+		else if (!strcmp(item, "poll") && v >= 4 && v <= 100000)
+			o->poll_ns = (uint32_t)v;
+		else if (!strcmp(item, "seed"))
+			o->seed = cfg->seed = v;
+		else if (!strcmp(item, "maxseg") && !(v % EMU_PAGE))
+			cfg->maxseg = v;
+		else if (!strcmp(item, "kmax") && v >= EMU_PAGE && v <= PD_KMEM_MAX_SIZE)
+			cfg->kmem_max = v;
+		else
+			goto bad;
+	}
+	return 0;
+bad:
+	pd_backend_set_error("sim: bad option '%s%s%s': see docs/cosim.md for the options and "
+			     "their ranges", item, eq ? "=" : "", eq ? eq : "");
+	return -EINVAL;
+}
+
+/* ------------------------------------------------------------------ sockets */
+
+static int send_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	ssize_t r;
+
+	while (n) {
+		r = send(fd, b, n, MSG_NOSIGNAL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -ENODEV;
+		b += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int recv_all(int fd, void *p, size_t n)
+{
+	uint8_t *b = p;
+	ssize_t r;
+
+	while (n) {
+		r = recv(fd, b, n, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -ENODEV;
+		b += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* One request, and its answer when `ans` is set; -ENODEV once the simulator is gone. */
+static int request(struct sim_dev *s, uint8_t op, uint32_t len, uint64_t addr,
+		   const void *data, size_t dlen, void *ans, size_t alen)
+{
+	struct sim_hdr h = { .op = op, .len = len, .addr = addr };
+	int ret;
+
+	if (atomic_load(&s->dead))
+		return -ENODEV;
+	pthread_mutex_lock(&s->req_lock);
+	ret = send_all(s->req_fd, &h, sizeof(h));
+	if (!ret && dlen)
+		ret = send_all(s->req_fd, data, dlen);
+	if (!ret && alen)
+		ret = recv_all(s->req_fd, ans, alen);
+	pthread_mutex_unlock(&s->req_lock);
+	if (ret)
+		atomic_store(&s->dead, true);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ the engine's requests */
+
+/* Copies len bytes between buf and bus address addr if all of them are mapped with `access`
+ * (a TLP is refused whole, as an IOMMU refuses it). */
+static bool dma(struct sim_dev *s, uint64_t addr, uint8_t *buf, uint32_t len, unsigned int access)
+{
+	struct emu_iommu *mmu = &s->mem->mmu;
+	uint64_t off, n;
+	uint8_t *host;
+	int pass;
+	bool ok = true;
+
+	emu_iommu_reader_lock(mmu, 0);
+	for (pass = 0; pass < 2 && ok; pass++)
+		for (off = 0; off < len && ok; off += n) {
+			n = emu_iommu_xlat(mmu, addr + off, len - off, access, &host);
+			if (!n)
+				ok = false;
+			else if (pass && access == EMU_ACC_READ)
+				memcpy(buf + off, host, n);
+			else if (pass)
+				memcpy(host, buf + off, n);
+		}
+	emu_iommu_reader_unlock(mmu, 0);
+	return ok;
+}
+
+static void *serve_device(void *arg)
+{
+	struct sim_dev *s = arg;
+	struct sim_hdr h;
+	int32_t status;
+
+	while (!recv_all(s->dev_fd, &h, sizeof(h))) {
+		if (h.op == SIM_DEV_MSI) {
+			emu_irq_msi(&s->mem->irq, h.len);
+			continue;
+		}
+		if ((h.op != SIM_DEV_MEMRD && h.op != SIM_DEV_MEMWR) || h.len > SIM_MAX_DMA)
+			break;   /* not our protocol: stop serving */
+		if (h.op == SIM_DEV_MEMWR) {
+			if (recv_all(s->dev_fd, s->dma_buf, h.len))
+				break;
+			dma(s, h.addr, s->dma_buf, h.len, EMU_ACC_WRITE);   /* a fault drops it */
+			continue;
+		}
+		status = dma(s, h.addr, s->dma_buf, h.len, EMU_ACC_READ) ? 0 : -1;
+		if (send_all(s->dev_fd, &status, sizeof(status)) ||
+		    (!status && send_all(s->dev_fd, s->dma_buf, h.len)))
+			break;
+	}
+	atomic_store(&s->dead, true);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ start and stop */
+
+static const char *env_or(const char *name, const char *dflt)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : dflt;
+}
+
+/* The last lines the simulator printed, for an error message. */
+static void log_tail(int fd, char *out, size_t size)
+{
+	off_t end = lseek(fd, 0, SEEK_END);
+	off_t from = end > (off_t)size - 1 ? end - (off_t)size + 1 : 0;
+	ssize_t n = pread(fd, out, size - 1, from);
+	char *p;
+
+	out[n > 0 ? n : 0] = '\0';
+	while ((p = strchr(out, '\n')) && p[1])   /* from the start of the last line */
+		memmove(out, p + 1, strlen(p + 1) + 1);
+	if ((p = strchr(out, '\n')))
+		*p = '\0';
+}
+
+static int spawn_sim(struct sim_dev *s, int req_child, int dev_child)
+{
+	const char *python = env_or("MPRACE_SIM_PYTHON", MPRACE_SIM_PYTHON);
+	const char *dir = env_or("MPRACE_SIM_DIR", MPRACE_SIM_DIR);
+	char launcher[4096], vars[9][300], tmpl[] = "/tmp/mprace-sim-XXXXXX";
+	char *argv[] = { (char *)python, launcher, NULL };
+	char **envp;
+	size_t n = 0, i;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none;
+	int ret;
+
+	snprintf(launcher, sizeof(launcher), "%s/launch.py", dir);
+	if (access(python, X_OK) || access(launcher, R_OK)) {
+		pd_backend_set_error("sim: no simulator environment (%s or %s missing): "
+				     "./bootstrap.sh check builds it, or set MPRACE_SIM_PYTHON "
+				     "and MPRACE_SIM_DIR (docs/cosim.md)",
+				     python, launcher);
+		return -ENODEV;
+	}
+	/* the simulator's output, for error messages; gone from the file system at once */
+	s->log_fd = mkostemp(tmpl, O_CLOEXEC);
+	if (s->log_fd < 0)
+		return -errno;
+	unlink(tmpl);
+
+	snprintf(vars[0], sizeof(vars[0]), "MPRACE_SIM_FDS=3,4");
+	snprintf(vars[1], sizeof(vars[1]), "MPRACE_SIM_MPS=%u", s->opt.mps);
+	snprintf(vars[2], sizeof(vars[2]), "MPRACE_SIM_MRRS=%u", s->opt.mrrs);
+	snprintf(vars[3], sizeof(vars[3]), "MPRACE_SIM_MSI=%u", s->opt.msi);
+	snprintf(vars[4], sizeof(vars[4]), "MPRACE_SIM_SEED=%llu", (unsigned long long)s->opt.seed);
+	snprintf(vars[5], sizeof(vars[5]), "MPRACE_SIM_SPLIT=%d", s->opt.split);
+	snprintf(vars[6], sizeof(vars[6]), "MPRACE_SIM_REORDER=%d", s->opt.reorder);
+	snprintf(vars[7], sizeof(vars[7]), "MPRACE_SIM_POLL_NS=%u", s->opt.poll_ns);
+	while (environ[n])
+		n++;
+	envp = calloc(n + 11, sizeof(*envp));
+	if (!envp)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		envp[i] = environ[i];
+	for (i = 0; i < 8; i++)
+		envp[n++] = vars[i];
+	if (s->opt.wave[0]) {
+		snprintf(vars[8], sizeof(vars[8]), "MPRACE_SIM_WAVE=%s", s->opt.wave);
+		envp[n++] = vars[8];
+	}
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, req_child, 3);
+	posix_spawn_file_actions_adddup2(&fa, dev_child, 4);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, s->log_fd, 1);
+	posix_spawn_file_actions_adddup2(&fa, s->log_fd, 2);
+	posix_spawnattr_init(&attr);
+	sigemptyset(&none);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+	posix_spawnattr_setpgroup(&attr, 0);   /* the terminal's Ctrl-C goes to the application */
+	ret = posix_spawn(&s->pid, python, &fa, &attr, argv, envp);
+	posix_spawnattr_destroy(&attr);
+	posix_spawn_file_actions_destroy(&fa);
+	free(envp);
+	if (ret) {
+		s->pid = 0;
+		pd_backend_set_error("sim: cannot start %s: %s", python, strerror(ret));
+		return -ret;
+	}
+	return 0;
+}
+
+/* Waits for the board's first message: the simulator runs and the engine is out of reset. */
+static int wait_hello(struct sim_dev *s)
+{
+	struct pollfd pfd = { .fd = s->req_fd, .events = POLLIN };
+	struct sim_hdr h;
+	char tail[200];
+	int status, r, waited = 0;
+
+	while ((r = poll(&pfd, 1, 200)) == 0 || (r < 0 && errno == EINTR)) {
+		if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+			s->pid = 0;
+			break;
+		}
+		if (++waited > SIM_START_S * 5) {
+			pd_backend_set_error("sim: the simulator did not start within %d s",
+					     SIM_START_S);
+			return -ETIMEDOUT;
+		}
+	}
+	if (s->pid && !recv_all(s->req_fd, &h, sizeof(h)) && h.op == SIM_DEV_HELLO) {
+		s->vectors = h.len;
+		s->bar0_size = (uint32_t)h.addr;
+		return 0;
+	}
+	log_tail(s->log_fd, tail, sizeof(tail));
+	pd_backend_set_error("sim: the simulator ended before the board was up: %s", tail);
+	return -ENODEV;
+}
+
+static void stop_sim(struct sim_dev *s)
+{
+	int i, status;
+
+	if (s->req_fd >= 0) {
+		struct sim_hdr h = { .op = SIM_REQ_QUIT };
+
+		if (!atomic_load(&s->dead))
+			send_all(s->req_fd, &h, sizeof(h));
+		shutdown(s->req_fd, SHUT_RDWR);
+	}
+	if (s->dev_fd >= 0)
+		shutdown(s->dev_fd, SHUT_RDWR);   /* the server sees the end */
+	if (s->server_started)
+		pthread_join(s->server, NULL);
+	if (s->pid > 0) {
+		for (i = 0; i < 200 && waitpid(s->pid, &status, WNOHANG) != s->pid; i++)
+			usleep(10000);
+		if (i == 200) {
+			kill(s->pid, SIGKILL);
+			waitpid(s->pid, &status, 0);
+		}
+	}
+	if (s->req_fd >= 0)
+		close(s->req_fd);
+	if (s->dev_fd >= 0)
+		close(s->dev_fd);
+	if (s->log_fd >= 0)
+		close(s->log_fd);
+}
+
+static void free_dev(struct sim_dev *s)
+{
+	if (s->mem) {
+		emu_iommu_destroy(&s->mem->mmu);
+		emu_irq_destroy(&s->mem->irq);
+		pthread_mutex_destroy(&s->mem->lock);
+		free(s->mem);
+	}
+	pthread_mutex_destroy(&s->req_lock);
+	free(s);
+}
+
+static int sim_open(const char *name, void **dev)
+{
+	struct sim_dev *s = calloc(1, sizeof(*s));
+	size_t sz = (sizeof(struct emu_dev) + EMU_CACHELINE - 1) & ~(size_t)(EMU_CACHELINE - 1);
+	int req[2], devp[2];
+	struct emu_dev *d;
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	s->req_fd = s->dev_fd = s->log_fd = -1;
+	pthread_mutex_init(&s->req_lock, NULL);
+	d = s->mem = aligned_alloc(EMU_CACHELINE, sz);
+	if (!d) {
+		free_dev(s);
+		return -ENOMEM;
+	}
+	memset(d, 0, sz);
+	ret = parse_options(name, &s->opt, &d->cfg);
+	if (ret) {
+		free(d);
+		s->mem = NULL;
+		free_dev(s);
+		return ret;
+	}
+	pthread_mutex_init(&d->lock, NULL);
+	d->next_kmem_id = d->next_umem_id = 1;
+	emu_irq_init(&d->irq, s->opt.msi, -1);
+	emu_iommu_init(&d->mmu, d->cfg.iova_base, d->cfg.seed);
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, req)) {
+		ret = -errno;
+		goto err;
+	}
+	s->req_fd = req[0];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, devp)) {
+		ret = -errno;
+		close(req[1]);
+		goto err;
+	}
+	s->dev_fd = devp[0];
+	ret = spawn_sim(s, req[1], devp[1]);
+	close(req[1]);   /* the child's ends: the simulator holds the only copies now */
+	close(devp[1]);
+	if (ret)
+		goto err;
+	ret = wait_hello(s);
+	if (ret)
+		goto err;
+	ret = -pthread_create(&s->server, NULL, serve_device, s);
+	if (ret)
+		goto err;
+	s->server_started = true;
+	*dev = s;
+	return 0;
+err:
+	stop_sim(s);
+	free_dev(s);
+	return ret;
+}
+
+static void sim_close(void *dev)
+{
+	struct sim_dev *s = dev;
+
+	stop_sim(s);
+	free_dev(s);
+}
+
+/* ------------------------------------------------------------------ the ops */
+
+static int sim_cfg_read(void *dev, uint32_t off, void *buf, size_t len)
+{
+	struct sim_dev *s = dev;
+	uint8_t ans[4 + EMU_CFG_SIZE];
+	int ret = request(s, SIM_REQ_CFGRD, (uint32_t)len, off, NULL, 0, ans, 4 + len);
+
+	if (ret)
+		return ret;
+	memcpy(buf, ans + 4, len);
+	return 0;
+}
+
+static int sim_cfg_write(void *dev, uint32_t off, const void *buf, size_t len)
+{
+	int32_t status;
+
+	return request(dev, SIM_REQ_CFGWR, (uint32_t)len, off, buf, len, &status,
+		       sizeof(status));
+}
+
+static int sim_info(void *dev, struct pd_info *info)
+{
+	struct sim_dev *s = dev;
+	uint8_t c[0x40];
+	uint16_t devctl = 0;
+	uint8_t cap;
+	int ret, guard;
+
+	ret = sim_cfg_read(s, 0, c, sizeof(c));
+	if (ret)
+		return ret;
+	info->vendor = (uint16_t)(c[0] | c[1] << 8);
+	info->device = (uint16_t)(c[2] | c[3] << 8);
+	info->revision = c[8];
+	info->class_code = (uint32_t)(c[9] | c[10] << 8 | c[11] << 16);
+	info->subsystem_vendor = (uint16_t)(c[0x2c] | c[0x2d] << 8);
+	info->subsystem_device = (uint16_t)(c[0x2e] | c[0x2f] << 8);
+	info->backend = PD_BACKEND_SIM;
+	info->bar[0].bus_addr = 0;
+	info->bar[0].size = s->bar0_size;
+	info->bar[0].flags = PD_BAR_PRESENT;
+	info->irq_mode = PD_IRQ_MSI;
+	info->irq_count = s->vectors;
+	info->dma_mask_bits = 64;
+	/* Device Control of the PCI Express capability: what the host configured */
+	for (cap = c[0x34], guard = 0; cap && guard < 48; guard++) {
+		uint8_t hdr[2];
+
+		if (sim_cfg_read(s, cap, hdr, 2))
+			break;
+		if (hdr[0] == 0x10) {
+			sim_cfg_read(s, cap + 8u, &devctl, 2);
+			break;
+		}
+		cap = hdr[1];
+	}
+	info->max_payload = 128u << ((devctl >> 5) & 7);
+	info->max_read_request = 128u << ((devctl >> 12) & 7);
+	snprintf(info->name, sizeof(info->name), "simulated RTL (GHDL), Gen3 x8, 256-bit");
+	return 0;
+}
+
+static uint32_t sim_reg_read(void *ctx, uint64_t off)
+{
+	uint32_t v;
+
+	if (request(ctx, SIM_REQ_RD32, 0, off, NULL, 0, &v, sizeof(v)))
+		return 0xFFFFFFFFu;   /* what a CPU reads from a device that is gone */
+	return v;
+}
+
+static void sim_reg_write(void *ctx, uint64_t off, uint32_t v)
+{
+	request(ctx, SIM_REQ_WR32, v, off, NULL, 0, NULL, 0);   /* posted */
+}
+
+static int sim_regs_get(void *dev, unsigned int bar, struct pd_regs *regs)
+{
+	struct sim_dev *s = dev;
+
+	if (bar != MP_ENGINE_BAR)
+		return -EINVAL;
+	regs->mmio = NULL;
+	regs->size = s->bar0_size;
+	regs->ctx = s;
+	regs->read32 = sim_reg_read;
+	regs->write32 = sim_reg_write;
+	return 0;
+}
+
+static int sim_map_bar(void *dev, unsigned int bar, unsigned int flags, void **addr,
+		       size_t *size)
+{
+	return bar == MP_ENGINE_BAR ? -EOPNOTSUPP : -EINVAL;   /* registers: pd_regs_get */
+}
+
+static int sim_unmap_bar(void *dev, unsigned int bar, void *addr, size_t size)
+{
+	return -EINVAL;
+}
+
+static int sim_kmem_alloc(void *dev, struct pd_backend_kmem *km)
+{
+	return emu_kmem_alloc(((struct sim_dev *)dev)->mem, km);
+}
+
+static int sim_kmem_free(void *dev, struct pd_backend_kmem *km)
+{
+	return emu_kmem_free(((struct sim_dev *)dev)->mem, km);
+}
+
+static int sim_umem_map(void *dev, struct pd_backend_umem *um)
+{
+	return emu_umem_map(((struct sim_dev *)dev)->mem, um);
+}
+
+static int sim_umem_unmap(void *dev, struct pd_backend_umem *um)
+{
+	return emu_umem_unmap(((struct sim_dev *)dev)->mem, um);
+}
+
+static int sim_umem_sync(void *dev, struct pd_backend_umem *um, enum pd_sync_dir dir)
+{
+	return 0;   /* the device reaches this process's memory itself */
+}
+
+static int sim_irq_wait(void *dev, unsigned int source, uint32_t timeout_ms)
+{
+	struct sim_dev *s = dev;
+	uint32_t left = timeout_ms, slice;
+	int ret;
+
+	/* in slices, so that a simulator that dies wakes a waiter with ENODEV */
+	for (;;) {
+		if (atomic_load(&s->dead))
+			return -ENODEV;
+		slice = timeout_ms == PD_WAIT_FOREVER || left > 100 ? 100 : left;
+		ret = emu_irq_wait(s->mem, source, slice);
+		if (ret != -ETIMEDOUT || (timeout_ms != PD_WAIT_FOREVER && !(left -= slice)))
+			return ret;
+	}
+}
+
+static int sim_irq_clear(void *dev, unsigned int source)
+{
+	return emu_irq_clear(((struct sim_dev *)dev)->mem, source);
+}
+
+const struct pd_backend_ops sim_backend_ops = {
+	.abi = PD_BACKEND_ABI,
+	.prefix = "sim",
+	.open = sim_open,
+	.close = sim_close,
+	.info = sim_info,
+	.map_bar = sim_map_bar,
+	.unmap_bar = sim_unmap_bar,
+	.regs_get = sim_regs_get,
+	.cfg_read = sim_cfg_read,
+	.cfg_write = sim_cfg_write,
+	.kmem_alloc = sim_kmem_alloc,
+	.kmem_free = sim_kmem_free,
+	.umem_map = sim_umem_map,
+	.umem_unmap = sim_umem_unmap,
+	.umem_sync = sim_umem_sync,
+	.irq_wait = sim_irq_wait,
+	.irq_clear = sim_irq_clear,
+};
