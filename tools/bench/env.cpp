@@ -118,7 +118,7 @@ std::string Env::backend() const
 {
 	if (!board_)
 		return "none";
-	return board_->info().emulated() ? "emu" : "kernel";
+	return board_->info().backendName();
 }
 
 bool checker_ok(Env &env, std::uint64_t bytes, std::string *why)

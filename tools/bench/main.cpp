@@ -37,6 +37,10 @@ namespace {
 
 const char *const kDefaultModes = "c2h,h2c,c2h-umem,h2c-umem,pio-read,pio-write,cb4M,db4M,pb1Mx8";
 const char *const kDefaultSizes = "4K:256M:2";
+// On the simulated RTL (sim:) a second of wall time is microseconds of the board's: the
+// engine's own modes, timed by its clock, each size for this long of simulated time.
+const char *const kSimModes = "c2h,h2c";
+const double kSimMinTime = 20e-6;
 const char *const kQuickSizes = "4K:16M:4";
 // CPUs the virtual board needs to keep its timing next to dmabench (engine threads per
 // channel, copy threads, the measuring thread)
@@ -66,7 +70,8 @@ void usage(std::FILE *f)
 "\n"
 "Options:\n"
 "  -m, --modes LIST       modes to run, in this order\n"
-"  -d, --device NAME      board: /dev/fpgaN, fpgaN, N, or the virtual board emu:[OPTIONS]\n"
+"  -d, --device NAME      board: /dev/fpgaN, fpgaN, N, the virtual board emu:[OPTIONS] or the\n"
+"                         simulated RTL sim:[OPTIONS] (times by the board's clock)\n"
 "                         (e.g. emu:link=gen3x8); 'none' for host-only modes. Default:\n"
 "                         libpcidriver's ($PCIDRIVER_DEVICE, /dev/fpga0, else the virtual board)\n"
 "  -s, --sizes SPEC       MIN:MAX[:FACTOR] or a list (4K,64K,1M); default %s\n"
@@ -81,8 +86,11 @@ void usage(std::FILE *f)
 "      --h2c-sink checker|user  where H2C data goes on the board (default checker, which\n"
 "                         --verify reads; user: the board's user logic, which the virtual\n"
 "                         board drops without reading it)\n"
-"      --clock wall|board time transfers with the host's clock (default) or the board's\n"
-"                         free-running CYCLE counter (its CLOCK_MHZ is printed)\n"
+"      --clock wall|board time transfers with the host's clock or the board's free-running\n"
+"                         CYCLE counter (its CLOCK_MHZ is printed); default: board on\n"
+"                         sim: (simulated time), wall elsewhere. On sim: the defaults\n"
+"                         are also modes c2h,h2c, --min-time 20e-6 (of the board's\n"
+"                         time) and --repeat 1\n"
 "      --gpu-convert zero-copy|kernel  how fi/gi ...:i16f convert on the GPU: one kernel\n"
 "                         reading the host buffer (default), or a copy, then a kernel\n"
 "      --copy-threads N   threads of the buffer managers' copy and of memcpy-mt (1 to 64;\n"
@@ -185,6 +193,7 @@ struct Config {
 	bool h2c_sink_user = false;
 	bool gpu_convert_kernel = false;
 	bool board_clock = false;
+	bool clock_given = false;   // --clock was given (else: board on sim:, wall elsewhere)
 };
 
 // Parses and checks the command line; exits with EXIT_USAGE (or after --help) on its own.
@@ -274,6 +283,7 @@ Config parse_command_line(int argc, char **argv)
 				if (std::strcmp(optarg, "wall") != 0 && std::strcmp(optarg, "board") != 0)
 					usage_error("--clock takes wall or board");
 				cfg.board_clock = std::strcmp(optarg, "board") == 0;
+				cfg.clock_given = true;
 				break;
 			case OPT_PLOT:
 				cfg.plot = optarg;
@@ -306,8 +316,14 @@ Config parse_command_line(int argc, char **argv)
 	std::string all_modes = modes_arg;
 	for (int i = optind; i < argc; ++i)
 		all_modes += (all_modes.empty() ? "" : ",") + std::string(argv[i]);
+	// a simulated board (sim:) is timed and sized by its own clock unless told otherwise
+	const char *dev_env = std::getenv("PCIDRIVER_DEVICE");
+	const std::string dev_name = !cfg.device.empty() ? cfg.device : dev_env ? dev_env : "";
+	const bool simulated = dev_name.compare(0, 3, "sim") == 0;
+	if (simulated && !cfg.clock_given)
+		cfg.board_clock = true;
 	if (all_modes.empty())
-		all_modes = kDefaultModes;
+		all_modes = simulated ? kSimModes : kDefaultModes;
 	try {
 		for (const auto &item : tools::split(all_modes, ',')) {
 			if (item.empty())
@@ -334,7 +350,9 @@ Config parse_command_line(int argc, char **argv)
 		usage_error("--verify checks H2C data with the board's checker: not with --h2c-sink user");
 	if (quick && !min_time_given)
 		so.min_time_s = 0.01;
-	if (quick && !repeat_given)
+	if (simulated && !min_time_given)
+		so.min_time_s = kSimMinTime;
+	if ((quick || simulated) && !repeat_given)
 		so.repeat = 1;
 	return cfg;
 }

@@ -102,7 +102,7 @@ public:
 	bool no_device() const { return device_ == "none"; }
 
 	// For the report: the device as given or as chosen by default, the board's own
-	// description, and the backend ("kernel", "emu", "none").
+	// description, and the backend ("kernel", "emu", "sim", "none").
 	std::string device_name() const;
 	std::string device_description() const;
 	std::string backend() const;

@@ -68,7 +68,7 @@ struct RunInfo {
 	std::string host;         // hostname
 	std::string device;       // as given (--device) or chosen by default
 	std::string device_desc;  // the board's own description (pd_info.name)
-	std::string backend;      // "kernel", "emu" or "none"
+	std::string backend;      // "kernel", "emu", "sim" or "none"
 	std::string command_line;
 	std::vector<std::uint64_t> sizes;
 	unsigned warmup = 0;

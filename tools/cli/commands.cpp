@@ -368,7 +368,7 @@ void cmd_info(Session &s, const Args &a)
 	const struct pd_info &p = i.pci;
 	std::printf("device: %s\n", s.device().empty() ? "(default)" : s.device().c_str());
 	std::printf("name: %s\n", i.name.c_str());
-	std::printf("backend: %s\n", i.emulated() ? "emu (virtual board)" : "kernel");
+	std::printf("backend: %s\n", i.emulated() ? "emu (virtual board)" : i.simulated() ? "sim (the RTL under a simulator)" : "kernel");
 	std::printf("ids: vendor 0x%04x device 0x%04x subsystem 0x%04x:0x%04x class 0x%06x revision 0x%02x\n",
 		    p.vendor, p.device, p.subsystem_vendor, p.subsystem_device, p.class_code, p.revision);
 	for (unsigned k = 0; k < PD_MAX_BARS; ++k) {
@@ -532,7 +532,7 @@ void cmd_mem_free(Session &s, const Args &a)
 void print_driver_counters(Session &s)
 {
 	const mprace::BoardInfo &i = s.board().info();
-	if (i.emulated())
+	if (i.emulated() || i.simulated())
 		return;
 	const std::string cls = "/sys/class/pcidriver";
 	for (unsigned n = 0; n < 256; ++n) {

@@ -64,6 +64,9 @@ struct BoardInfo {
 	unsigned int clockMHz = 0;
 
 	bool emulated() const noexcept { return pci.backend == PD_BACKEND_EMU; }
+	bool simulated() const noexcept { return pci.backend == PD_BACKEND_SIM; }   // the RTL, "sim:"
+	// "kernel", "emu" or "sim"
+	const char *backendName() const noexcept { return emulated() ? "emu" : simulated() ? "sim" : "kernel"; }
 	bool isOurEngine() const noexcept
 	{
 		return magic == MP_ENGINE_MAGIC && versionMajor == MP_ENGINE_VERSION_MAJOR;
