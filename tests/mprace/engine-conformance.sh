@@ -5,7 +5,9 @@
 # check, prefixed with the device. Seeds are fixed here so that a run is repeatable; set
 # CONFORMANCE_SEED (a number, or `random`) to try others, and run
 #   engine_conformance DEVICE --seed N
-# to repeat what a failing line names. CONFORMANCE_DEVICES replaces the list (e.g. /dev/fpga0).
+# to repeat what a failing line names. CONFORMANCE_DEVICES replaces the list (e.g. /dev/fpga0),
+# CONFORMANCE_ARGS the program's options (default --quick; tests/hdl/sim-conformance.sh runs
+# the RTL with --slow).
 set -u
 prog=${top_builddir:-../..}/tests/mprace/engine_conformance
 devices=${CONFORMANCE_DEVICES:-"emu: emu:link=gen4x16,sg=pages,maxseg=64K emu:link=gen1x8,mps=128,mrrs=128,sg=merged emu:msi=1,window=1"}
@@ -18,7 +20,7 @@ for dev in $devices; do
 	s=$seed
 	[ "$s" = 0 ] && s=$((1000 + k))
 	[ "$s" = random ] && s=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
-	out=$("$prog" "$dev" --quick --seed "$s" 2>&1)
+	out=$("$prog" "$dev" ${CONFORMANCE_ARGS:---quick} --seed "$s" 2>&1)
 	rc=$?
 	echo "# $dev: seed $s, status $rc"
 	# renumber the program's TAP lines, keep its comments

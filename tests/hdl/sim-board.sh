@@ -1,0 +1,95 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# The "sim:" board as a user meets it (docs/cosim.md), through the tools: bad options and a
+# missing simulator environment fail with words; kill -9 of the application leaves no simulator
+# behind; and the conformance suite fails on an RTL with a broken register offset (a copy of
+# hdl/ with SCRATCH decoded at the wrong address), so that a pass on sim: means something.
+# TAP. Skips (77) without the HDL suite's venv. Runs after run-hdl-tests.sh (Makefile.am).
+set -u
+: "${top_srcdir:?}" "${top_builddir:?}"
+if [ ! -x "$top_builddir/tests/hdl/.venv/bin/python" ]; then
+	echo "1..0 # SKIP no simulator environment (run-hdl-tests.sh builds $top_builddir/tests/hdl/.venv)"
+	exit 77
+fi
+MPRACE_SIM_BUILD=${MPRACE_SIM_BUILD:-$top_builddir/tests/hdl/sim_build/cosim}
+export MPRACE_SIM_BUILD
+mprace=$top_builddir/tools/mprace
+conformance=$top_builddir/tests/mprace/engine_conformance
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+n=0
+fails=0
+check() {   # check NAME COMMAND...: one test point, the command's status
+	n=$((n + 1))
+	name=$1
+	shift
+	if "$@"; then
+		echo "ok $n - $name"
+	else
+		echo "not ok $n - $name"
+		fails=$((fails + 1))
+	fi
+}
+
+# 1. errors in words, before any simulator starts
+bad_option() {
+	! "$mprace" -d sim:mps=300 info >"$tmp/out" 2>&1 && grep -q "bad option 'mps=300'" "$tmp/out"
+}
+check "a bad option fails and names the option" bad_option
+no_env() {
+	! MPRACE_SIM_PYTHON=$tmp/none "$mprace" -d sim: info >"$tmp/out" 2>&1 &&
+		grep -q "bootstrap.sh" "$tmp/out"
+}
+check "without the simulator environment the message names ./bootstrap.sh" no_env
+info() {
+	"$mprace" -d sim: info >"$tmp/out" 2>&1 && grep -q "^backend: sim" "$tmp/out" &&
+		grep -q "magic: 0x4d505243" "$tmp/out" && grep -q "vendor 0x10ee device 0x7038" "$tmp/out"
+}
+check "mprace info identifies the RTL engine through the PCIe model" info
+
+# 2. kill -9 of the application: its simulator ends too
+alive() {   # alive PID: the process exists and is not a zombie
+	[ -r "/proc/$1/stat" ] && ! sed 's/^.*) //' "/proc/$1/stat" | grep -q '^Z'
+}
+no_orphan() {
+	"$mprace" -d sim: dma read 64M -o /dev/null >/dev/null 2>&1 &
+	app=$!
+	sim=
+	for _ in $(seq 600); do   # until the simulator runs (its first start builds the RTL)
+		for c in $(cat /proc/$app/task/*/children 2>/dev/null); do
+			grep -q ghdl "/proc/$c/cmdline" 2>/dev/null && sim=$c
+		done
+		[ -n "$sim" ] && break
+		sleep 0.2
+	done
+	[ -n "$sim" ] || { echo "# no simulator process seen"; kill -9 "$app"; return 1; }
+	sleep 2
+	kill -9 "$app"
+	wait "$app" 2>/dev/null
+	for _ in $(seq 100); do
+		alive "$sim" || return 0
+		sleep 0.1
+	done
+	echo "# simulator $sim still running 10 s after its application died"
+	kill -9 "$sim"
+	return 1
+}
+check "kill -9 of the application ends its simulator" no_orphan
+
+# 3. a broken RTL fails the conformance suite
+mkdir -p "$tmp/tree/spec"
+cp -r "$top_srcdir/hdl" "$tmp/tree/hdl"
+cp -r "$top_srcdir/spec/vhdl" "$top_srcdir/spec/python" "$tmp/tree/spec/"
+regs=$tmp/tree/hdl/rtl/mprace_dma_regs.vhd
+# the write decode of SCRATCH (the first `when REG_SCRATCH_c`) moves to a free offset
+awk '!done && /when REG_SCRATCH_c =>/ { sub(/REG_SCRATCH_c/, "16#028#"); done = 1 } { print }' \
+	"$top_srcdir/hdl/rtl/mprace_dma_regs.vhd" >"$regs"
+mutated() {
+	! cmp -s "$regs" "$top_srcdir/hdl/rtl/mprace_dma_regs.vhd" &&
+	! MPRACE_SIM_DIR=$tmp/tree/hdl/cosim "$conformance" sim: --slow --quick --seed 1 \
+		>"$tmp/conf" 2>&1 && grep -q "^not ok .*SCRATCH holds" "$tmp/conf"
+}
+check "the conformance suite fails on an RTL with SCRATCH at the wrong offset" mutated
+
+echo "1..$n"
+[ "$fails" -eq 0 ]
