@@ -2,7 +2,7 @@
 
 Run by the application's libpcidriver (vboard/src/sim_backend.c) with the venv's Python and the
 two sockets of sim_board.py as inherited file descriptors (MPRACE_SIM_FDS). It analyses the RTL
-with GHDL into a cache directory named after the sources' contents (once per change of the RTL;
+with GHDL into a cache directory named after the sources' paths and contents (once per change of the RTL;
 a lock serialises concurrent first uses), then replaces itself with the simulator, so that the
 application's child is the simulator itself.
 
@@ -36,7 +36,9 @@ def cache_root():
 def build():
     digest = hashlib.sha256()
     for src in hdl_runner.SOURCES:
-        digest.update(src.name.encode() + b"\0" + src.read_bytes())
+        # the path too: GHDL's mcode build keeps no code, it reads the sources again when the
+        # simulation starts, so a library is only valid while its sources stay where they were
+        digest.update(str(src).encode() + b"\0" + src.read_bytes())
     bdir = cache_root() / f"sim-{digest.hexdigest()[:16]}"
     bdir.mkdir(parents=True, exist_ok=True)
     with open(bdir / ".lock", "w") as lock:

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # The "sim:" board as a user meets it (docs/cosim.md), through the tools: bad options and a
 # missing simulator environment fail with words; kill -9 of the application leaves no simulator
-# behind; and the conformance suite fails on an RTL with a broken register offset (a copy of
+# behind; a simulator that dies leaves a device that is gone, not a hang; and the conformance
+# suite fails on an RTL with a broken register offset (a copy of
 # hdl/ with SCRATCH decoded at the wrong address), so that a pass on sim: means something.
 # TAP. Skips (77) without the HDL suite's venv. Runs after run-hdl-tests.sh (Makefile.am).
 set -u
@@ -76,7 +77,32 @@ no_orphan() {
 }
 check "kill -9 of the application ends its simulator" no_orphan
 
-# 3. a broken RTL fails the conformance suite
+# 3. a simulator that dies: the device is gone (all-ones reads, pd_irq_wait ENODEV), no hang
+sim_dies() {
+	{ echo "reg read SCRATCH"; sleep 4; echo "reg read SCRATCH"; echo "irq wait 0 --timeout 60000"; } |
+		"$mprace" -d sim: run - >"$tmp/out" 2>&1 &
+	app=$!
+	sim=
+	for _ in $(seq 600); do
+		for p in $(pgrep -f "mprace -d sim: run -"); do
+			for c in $(cat /proc/$p/task/*/children 2>/dev/null); do
+				grep -q ghdl "/proc/$c/cmdline" 2>/dev/null && sim=$c
+			done
+		done
+		[ -n "$sim" ] && break
+		sleep 0.2
+	done
+	[ -n "$sim" ] || { echo "# no simulator process seen"; return 1; }
+	sleep 1
+	kill -9 "$sim"
+	wait "$app"
+	rc=$?
+	sed 's/^/# /' "$tmp/out"
+	[ $rc -ne 0 ] && grep -q "= 0xffffffff" "$tmp/out" && grep -q "pd_irq_wait: No such device" "$tmp/out"
+}
+check "when the simulator dies, reads return all-ones and irq wait fails with ENODEV" sim_dies
+
+# 4. a broken RTL fails the conformance suite
 mkdir -p "$tmp/tree/spec"
 cp -r "$top_srcdir/hdl" "$tmp/tree/hdl"
 cp -r "$top_srcdir/spec/vhdl" "$top_srcdir/spec/python" "$tmp/tree/spec/"
@@ -86,8 +112,10 @@ awk '!done && /when REG_SCRATCH_c =>/ { sub(/REG_SCRATCH_c/, "16#028#"); done = 
 	"$top_srcdir/hdl/rtl/mprace_dma_regs.vhd" >"$regs"
 mutated() {
 	! cmp -s "$regs" "$top_srcdir/hdl/rtl/mprace_dma_regs.vhd" &&
-	! MPRACE_SIM_DIR=$tmp/tree/hdl/cosim "$conformance" sim: --slow --quick --seed 1 \
-		>"$tmp/conf" 2>&1 && grep -q "^not ok .*SCRATCH holds" "$tmp/conf"
+	! MPRACE_SIM_DIR=$tmp/tree/hdl/cosim MPRACE_SIM_BUILD=$tmp/cache \
+		"$conformance" sim: --slow --quick --seed 1 \
+		>"$tmp/conf" 2>&1 && grep -q "^not ok .*SCRATCH holds" "$tmp/conf" ||
+		{ sed 's/^/# /' "$tmp/conf" | head -20; return 1; }
 }
 check "the conformance suite fails on an RTL with SCRATCH at the wrong offset" mutated
 

@@ -167,7 +167,9 @@ START_TEST(test_board_open_errors)
 	ck_assert_errno(Board("emu:", Board::NoCheck << 5), EINVAL);
 	std::vector<std::string> names = Board::list();
 	ck_assert(!names.empty());
-	ck_assert_str_eq(names.back().c_str(), "emu:");
+	// the backends after the kernel devices: the virtual board and the simulated RTL
+	ck_assert(std::find(names.begin(), names.end(), "emu:") != names.end());
+	ck_assert(std::find(names.begin(), names.end(), "sim:") != names.end());
 	ck_assert_errno(Board::byIndex(static_cast<unsigned int>(names.size())), ENODEV);
 	Board last = Board::byIndex(static_cast<unsigned int>(names.size() - 1));
 	ck_assert(last.info().emulated());

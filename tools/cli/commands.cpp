@@ -884,7 +884,7 @@ void script_runner(Session &s, const Args &a); // main.cpp
 const std::vector<Command> &commands()
 {
 	static const std::vector<Command> t = {
-		{"list", "", "list the boards libpcidriver sees (kernel devices, then the virtual board)",
+		{"list", "", "list the boards libpcidriver sees (kernel devices, then emu: and sim:)",
 		 "Prints one device name per line, usable with --device.\n", cmd_list, {}, {}},
 		{"info", "", "identify the board: PCI IDs, BARs, interrupts, engine version and capabilities",
 		 "Lines are 'key: value'.\n", cmd_info, {}, {}},
