@@ -12,6 +12,7 @@ MPRACE_SIM_WAVE (write a GHW waveform there), and the options sim_board.py reads
 import fcntl
 import hashlib
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -52,10 +53,18 @@ def build():
 
 
 def main():
-    import cocotb_tools.config as cfg
-    import find_libpython
-
-    bdir = build()
+    # what fails here ends up, last line first, in the application's pd_open_error()
+    if not shutil.which("ghdl"):
+        sys.exit("sim: ghdl not found on PATH: ./bootstrap.sh check installs it")
+    try:
+        import cocotb_tools.config as cfg
+        import find_libpython
+    except ImportError as e:
+        sys.exit(f"sim: {e.name} missing in {sys.executable}: ./bootstrap.sh check builds the venv")
+    try:
+        bdir = build()
+    except Exception as e:      # GHDL's own messages are in the log above this line
+        sys.exit(f"sim: analysing the RTL failed ({e})")
     env = dict(os.environ)
     libpython = find_libpython.find_libpython()
     if not libpython:

@@ -13,6 +13,7 @@ little-endian. The simulation ends when either socket closes (the application cl
 or died): nothing outlives it.
 """
 import os
+import random
 import select
 import socket
 import struct
@@ -26,7 +27,7 @@ from cocotbext.pcie.core.tlp import Tlp
 from cocotbext.pcie.core.utils import PcieId
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from mprace_tb import TB, HostCompleter, S, SPEC  # noqa: E402  (the HDL suite's environment)
+from mprace_tb import TB, HostCompleter, S, SPEC, pause_pattern  # noqa: E402  (the HDL suite's environment)
 
 HDR = struct.Struct("<B3xIQ")
 # requests (application -> simulator)
@@ -138,6 +139,11 @@ async def board(dut):
     tb.completer.split = bool(opt("SPLIT", 0))
     tb.completer.reorder = bool(opt("REORDER", 0))
     tb.rc.mem_address_space.register_region(AppMemory(app), HOST_BASE, offset=None)
+    busy = opt("PAUSE", 0) / 100     # backpressure on the core's four streams
+    if busy:
+        rng = random.Random(opt("SEED", 1) ^ 0xBAC)
+        for stream in (tb.dev.rq_sink, tb.dev.rc_source, tb.dev.cq_source, tb.dev.cc_sink):
+            stream.set_pause_generator(pause_pattern(rng, busy))
     ids = SPEC["ids"]            # what the PCIe IP of a board is configured with
     fn = tb.dev.functions[0]
     fn.vendor_id, fn.device_id, fn.class_code = ids["vendor"], ids["device"], ids["class"]

@@ -3,7 +3,7 @@
 # The engine conformance suite (tests/mprace/engine_conformance.cpp), unchanged, on the RTL
 # under GHDL ("sim:", docs/cosim.md): the same program and checks as on the virtual board, in
 # four settings of the simulated host (payload and read-request sizes, split and reordered
-# completions, scatter-gather layouts, one MSI vector). Sizes for a simulator (--slow).
+# completions, backpressure, scatter-gather layouts, one MSI vector). Sizes for a simulator (--slow).
 # Skips (77) when the HDL suite's venv is not there. Runs after run-hdl-tests.sh (Makefile.am).
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
@@ -12,7 +12,7 @@ if [ ! -x "$top_builddir/tests/hdl/.venv/bin/python" ]; then
 	exit 77
 fi
 MPRACE_SIM_BUILD=${MPRACE_SIM_BUILD:-$top_builddir/tests/hdl/sim_build/cosim}
-CONFORMANCE_DEVICES=${SIM_CONFORMANCE_DEVICES:-"sim: sim:split=1,reorder=1,sg=pages,maxseg=64K sim:mps=128,mrrs=128,msi=1,sg=merged sim:mps=512,mrrs=1024,reorder=1"}
+CONFORMANCE_DEVICES=${SIM_CONFORMANCE_DEVICES:-"sim: sim:split=1,reorder=1,pause=30,sg=pages,maxseg=64K sim:mps=128,mrrs=128,msi=1,sg=merged sim:mps=512,mrrs=1024,reorder=1"}
 CONFORMANCE_ARGS=--slow
 export MPRACE_SIM_BUILD CONFORMANCE_DEVICES CONFORMANCE_ARGS
 exec sh "$top_srcdir/tests/mprace/engine-conformance.sh"

@@ -47,7 +47,7 @@ enum { SIM_DEV_MEMRD = 1, SIM_DEV_MEMWR, SIM_DEV_MSI, SIM_DEV_HELLO };
 #define SIM_START_S 600              /* a first start builds the RTL: allow for a slow host */
 
 struct sim_opts {
-	uint32_t mps, mrrs, msi, poll_ns;
+	uint32_t mps, mrrs, msi, poll_ns, pause;
 	bool split, reorder;
 	uint64_t seed;
 	char wave[256];
@@ -149,6 +149,8 @@ static int parse_options(const char *name, struct sim_opts *o, struct emu_config
 			o->split = v;
 		else if (!strcmp(item, "reorder") && v <= 1)
 			o->reorder = v;
+		else if (!strcmp(item, "pause") && v <= 90)
+			o->pause = (uint32_t)v;
 		else if (!strcmp(item, "poll") && v >= 4 && v <= 100000)
 			o->poll_ns = (uint32_t)v;
 		else if (!strcmp(item, "seed"))
@@ -307,7 +309,7 @@ static int spawn_sim(struct sim_dev *s, int req_child, int dev_child)
 {
 	const char *python = env_or("MPRACE_SIM_PYTHON", MPRACE_SIM_PYTHON);
 	const char *dir = env_or("MPRACE_SIM_DIR", MPRACE_SIM_DIR);
-	char launcher[4096], vars[9][300], tmpl[] = "/tmp/mprace-sim-XXXXXX";
+	char launcher[4096], vars[10][300], tmpl[] = "/tmp/mprace-sim-XXXXXX";
 	char *argv[] = { (char *)python, launcher, NULL };
 	char **envp;
 	size_t n = 0, i;
@@ -338,18 +340,19 @@ static int spawn_sim(struct sim_dev *s, int req_child, int dev_child)
 	snprintf(vars[5], sizeof(vars[5]), "MPRACE_SIM_SPLIT=%d", s->opt.split);
 	snprintf(vars[6], sizeof(vars[6]), "MPRACE_SIM_REORDER=%d", s->opt.reorder);
 	snprintf(vars[7], sizeof(vars[7]), "MPRACE_SIM_POLL_NS=%u", s->opt.poll_ns);
+	snprintf(vars[8], sizeof(vars[8]), "MPRACE_SIM_PAUSE=%u", s->opt.pause);
 	while (environ[n])
 		n++;
-	envp = calloc(n + 11, sizeof(*envp));
+	envp = calloc(n + 12, sizeof(*envp));
 	if (!envp)
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
 		envp[i] = environ[i];
-	for (i = 0; i < 8; i++)
+	for (i = 0; i < 9; i++)
 		envp[n++] = vars[i];
 	if (s->opt.wave[0]) {
-		snprintf(vars[8], sizeof(vars[8]), "MPRACE_SIM_WAVE=%s", s->opt.wave);
-		envp[n++] = vars[8];
+		snprintf(vars[9], sizeof(vars[9]), "MPRACE_SIM_WAVE=%s", s->opt.wave);
+		envp[n++] = vars[9];
 	}
 
 	posix_spawn_file_actions_init(&fa);
