@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # The "sim:" board as a user meets it (docs/cosim.md), through the tools: bad options and a
 # missing simulator environment fail with words; kill -9 of the application leaves no simulator
-# behind; a simulator that dies leaves a device that is gone, not a hang; and the conformance
+# behind; libbufmgr runs through it unchanged; a simulator that dies leaves a device that is gone, not a hang; and the conformance
 # suite fails on an RTL with a broken register offset (a copy of
 # hdl/ with SCRATCH decoded at the wrong address), so that a pass on sim: means something.
 # TAP. Skips (77) without the HDL suite's venv. Runs after run-hdl-tests.sh (Makefile.am).
@@ -77,7 +77,14 @@ no_orphan() {
 }
 check "kill -9 of the application ends its simulator" no_orphan
 
-# 3. a simulator that dies: the device is gone (all-ones reads, pd_irq_wait ENODEV), no hang
+# 3. libbufmgr, unmodified, through the RTL: a double buffer both ways, every byte checked
+bufmgr() {
+	"$top_builddir/tools/dmabench" -d sim: -m db32K -s 128K --verify -o "$tmp/bench" >"$tmp/out" 2>&1 &&
+		[ "$(grep -c ' ok$' "$tmp/out")" -eq 2 ] || { sed 's/^/# /' "$tmp/out"; return 1; }
+}
+check "dmabench db32K --verify: libbufmgr's double buffer through the RTL, both ways" bufmgr
+
+# 4. a simulator that dies: the device is gone (all-ones reads, pd_irq_wait ENODEV), no hang
 sim_dies() {
 	{ echo "reg read SCRATCH"; sleep 4; echo "reg read SCRATCH"; echo "irq wait 0 --timeout 60000"; } |
 		"$mprace" -d sim: run - >"$tmp/out" 2>&1 &
@@ -102,7 +109,7 @@ sim_dies() {
 }
 check "when the simulator dies, reads return all-ones and irq wait fails with ENODEV" sim_dies
 
-# 4. a broken RTL fails the conformance suite
+# 5. a broken RTL fails the conformance suite
 mkdir -p "$tmp/tree/spec"
 cp -r "$top_srcdir/hdl" "$tmp/tree/hdl"
 cp -r "$top_srcdir/spec/vhdl" "$top_srcdir/spec/python" "$tmp/tree/spec/"
