@@ -171,13 +171,14 @@ bad:
 
 /* ------------------------------------------------------------------ sockets */
 
-static int send_all(int fd, const void *p, size_t n)
+/* Sends or receives exactly n bytes; -ENODEV when the other side is gone. */
+static int move_all(int fd, void *p, size_t n, bool out)
 {
-	const uint8_t *b = p;
+	uint8_t *b = p;
 	ssize_t r;
 
 	while (n) {
-		r = send(fd, b, n, MSG_NOSIGNAL);
+		r = out ? send(fd, b, n, MSG_NOSIGNAL) : recv(fd, b, n, 0);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -188,21 +189,14 @@ static int send_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
+static int send_all(int fd, const void *p, size_t n)
+{
+	return move_all(fd, (void *)p, n, true);
+}
+
 static int recv_all(int fd, void *p, size_t n)
 {
-	uint8_t *b = p;
-	ssize_t r;
-
-	while (n) {
-		r = recv(fd, b, n, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -ENODEV;
-		b += r;
-		n -= (size_t)r;
-	}
-	return 0;
+	return move_all(fd, p, n, false);
 }
 
 /* One request, and its answer when `ans` is set; -ENODEV once the simulator is gone. */
