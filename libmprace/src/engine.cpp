@@ -73,6 +73,7 @@ EngineState::EngineState(Board &b, const EngineOptions &o) : board(Access::board
 	// Spec section 6: one vector per source only with at least 4 granted MSI vectors.
 	shared_vector = board->info.caps.msiVectors < 4 || board->info.pci.irq_count < MP_IRQ_SOURCES;
 	wait_timeout_ms.store(o.waitTimeout.count());
+	wait_scale = board->info.simulated() ? kSimulatedWaitScale : 1;
 	stall_us.store(o.stallTimeoutUs);
 	ch[0] = std::make_unique<ChannelState>(this, Channel::C2H, b, o.ringEntries);
 	ch[1] = std::make_unique<ChannelState>(this, Channel::H2C, b, o.ringEntries);
@@ -189,7 +190,7 @@ std::uint64_t Transfer::get()
 {
 	detail::TransferState *t = need(st_);
 	detail::EngineState &e = *t->ch->eng;
-	std::int64_t ms = e.wait_timeout_ms.load(std::memory_order_relaxed);
+	std::int64_t ms = e.wait_timeout_ms.load(std::memory_order_relaxed) * e.wait_scale;
 	bool forever = ms == 0 || std::chrono::milliseconds(ms) >= kForever;
 	if (!e.wait(t, forever ? detail::Clock::now() : detail::Clock::now() + std::chrono::milliseconds(ms),
 		    forever)) {

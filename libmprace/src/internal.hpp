@@ -185,6 +185,9 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
 	// no new one is accepted.
 	std::atomic<bool> lost{false};
 	std::atomic<std::int64_t> wait_timeout_ms{0};
+	// The wait timeout counts host time; on the simulated RTL (sim:) a second of it moves
+	// tens of kilobytes, so there the limit is this many times longer (dma.hpp).
+	std::int64_t wait_scale = 1;
 	std::atomic<std::uint32_t> stall_us{0};
 	std::unique_ptr<ChannelState> ch[MP_CH_COUNT];
 	std::atomic<bool> vec_busy[MP_IRQ_SOURCES] = {};

@@ -84,6 +84,14 @@ bufmgr() {
 }
 check "dmabench db32K --verify: libbufmgr's double buffer through the RTL, both ways" bufmgr
 
+# a transfer that takes longer than libmprace's default wait of 10 s of host time: on sim: the
+# wait is 60 times longer (EngineOptions::waitTimeout), so it completes
+long_read() {
+	"$mprace" -d sim: dma read 1M --verify -o /dev/null >"$tmp/out" 2>&1 &&
+		grep -q "^verify: ok" "$tmp/out" || { sed 's/^/# /' "$tmp/out"; return 1; }
+}
+check "a 1 MiB read (about 15 s of host time) completes with the default wait, verified" long_read
+
 # 4. a simulator that dies: the device is gone (all-ones reads, pd_irq_wait ENODEV), no hang
 sim_dies() {
 	{ echo "reg read SCRATCH"; sleep 4; echo "reg read SCRATCH"; echo "irq wait 0 --timeout 60000"; } |

@@ -168,11 +168,12 @@ START_TEST(test_board_open_errors)
 	std::vector<std::string> names = Board::list();
 	ck_assert(!names.empty());
 	// the backends after the kernel devices: the virtual board and the simulated RTL
-	ck_assert(std::find(names.begin(), names.end(), "emu:") != names.end());
+	const auto emu = std::find(names.begin(), names.end(), "emu:");
+	ck_assert(emu != names.end());
 	ck_assert(std::find(names.begin(), names.end(), "sim:") != names.end());
 	ck_assert_errno(Board::byIndex(static_cast<unsigned int>(names.size())), ENODEV);
-	Board last = Board::byIndex(static_cast<unsigned int>(names.size() - 1));
-	ck_assert(last.info().emulated());
+	Board listed = Board::byIndex(static_cast<unsigned int>(emu - names.begin()));
+	ck_assert(listed.info().emulated());
 	// NoCheck opens anything; its engine still has to identify before DMA.
 	Board raw("emu:", Board::NoCheck);
 	ck_assert_uint_eq(raw.getRegister(MP_REG_MAGIC), MP_ENGINE_MAGIC);

@@ -926,7 +926,8 @@ const std::vector<Command> &commands()
 		 "  --verify         check the data against the counter pattern; exit 1 on a mismatch\n"
 		 "  --umem           user memory instead of kernel memory;  --buffer ID  a 'mem alloc' buffer\n"
 		 "  --irq            complete by interrupt instead of polling\n"
-		 "  --timeout MS     give up (abort) after MS milliseconds (default 10000)\n",
+		 "  --timeout MS     give up (abort) after MS milliseconds (default 10000; on sim:,\n"
+		 "                   where DMA is slow, the engine waits 60 times longer)\n",
 		 cmd_dma_read, {"-o", "--source", "--seed", "--buffer", "--timeout"}, {"--verify", "--umem", "--irq"}},
 		{"dma write", "(-i FILE | --pattern SIZE) [options]", "H2C: DMA a file or the counter pattern to the board",
 		 "Options:\n"

@@ -303,6 +303,9 @@ enum class Completion {
 	Interrupt, // IRQ_ENABLE + pd_irq_wait on the channel's vector; records scanned after w1c
 };
 
+// EngineOptions::waitTimeout's factor on a simulated board.
+constexpr int kSimulatedWaitScale = 60;
+
 struct EngineOptions {
 	// Descriptors per channel ring (power of two, 2..65536). More transfers than fit are
 	// queued in software and submitted as slots free up; they never fail for lack of slots.
@@ -311,7 +314,9 @@ struct EngineOptions {
 	// TIMEOUT_US of both channels: the engine fails a descriptor that made no progress for
 	// this long (MP_ERR_TIMEOUT -> ETIMEDOUT). 0: never.
 	std::uint32_t stallTimeoutUs = 0;
-	// Limit of the blocking calls (read, write, Transfer::get). 0: wait forever.
+	// Limit of the blocking calls (read, write, Transfer::get), in host time. 0: wait forever.
+	// On the simulated RTL (sim:, docs/cosim.md), which moves tens of kilobytes per second of
+	// host time, the limit in use is kSimulatedWaitScale times longer (10 s -> 10 min).
 	std::chrono::milliseconds waitTimeout{10000};
 	// Interrupt mode: a waiter also rescans the records this often, so that an error (whose
 	// vector may differ from the done vector) or a lost interrupt delays completion by at

@@ -150,7 +150,7 @@ struct mp_engine_options {
 	uint32_t flags;            /* MP_ENGINE_* */
 	uint32_t ring_entries;     /* per channel, power of two 2..65536 (default 1024) */
 	uint32_t stall_timeout_us; /* TIMEOUT_US (default 0: never) */
-	uint32_t wait_timeout_ms;  /* blocking calls (default 10000; 0: forever) */
+	uint32_t wait_timeout_ms;  /* blocking calls (default 10000; 0: forever; x60 on sim:) */
 	uint32_t irq_rescan_ms;    /* interrupt mode rescan interval (default 5) */
 };
 
