@@ -306,7 +306,7 @@ static int spawn_sim(struct sim_dev *s, int req_child, int dev_child)
 	char launcher[4096], vars[10][300], tmpl[] = "/tmp/mprace-sim-XXXXXX";
 	char *argv[] = { (char *)python, launcher, NULL };
 	char **envp;
-	size_t n = 0, i;
+	size_t n = 0, i, k;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none;
@@ -340,14 +340,16 @@ static int spawn_sim(struct sim_dev *s, int req_child, int dev_child)
 	envp = calloc(n + 12, sizeof(*envp));
 	if (!envp)
 		return -ENOMEM;
-	for (i = 0; i < n; i++)
-		envp[i] = environ[i];
+	/* ours first: getenv takes the first of duplicates, so the device name's options win
+	 * over variables of the same names in this process's environment */
 	for (i = 0; i < 9; i++)
-		envp[n++] = vars[i];
+		envp[i] = vars[i];
 	if (s->opt.wave[0]) {
 		snprintf(vars[9], sizeof(vars[9]), "MPRACE_SIM_WAVE=%s", s->opt.wave);
-		envp[n++] = vars[9];
+		envp[i++] = vars[9];
 	}
+	for (k = 0; k < n; k++)
+		envp[i++] = environ[k];
 
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, req_child, 3);
