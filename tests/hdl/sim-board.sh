@@ -108,7 +108,10 @@ sim_dies() {
 		sleep 0.2
 	done
 	[ -n "$sim" ] || { echo "# no simulator process seen"; return 1; }
-	sleep 1
+	for _ in $(seq 600); do   # until the board is up: the first read has answered
+		grep -q "^SCRATCH" "$tmp/out" && break
+		sleep 0.2
+	done
 	kill -9 "$sim"
 	wait "$app"
 	rc=$?
