@@ -168,7 +168,7 @@ struct pcidriver_kmem_alloc {
  * PCIDRIVER_KMEM_FREE - _IO(PCIDRIVER_TYPE, PCIDRIVER_BASE + 5), struct pcidriver_mem_id
  * PCIDRIVER_UMEM_UNMAP - _IO(PCIDRIVER_TYPE, PCIDRIVER_BASE + 7), struct pcidriver_mem_id
  *
- * Releases the kmem/umem id of this file; the ID is not reused until the 24-bit ID space
+ * Releases the kmem/umem id of this file (a umem also being a dma-buf import); the ID is not reused until the 24-bit ID space
  * wraps. A kmem still mmap'd stays allocated until its last mapping goes.
  * Errors: ENOENT id unknown, freed, or owned by another open file.
  */
@@ -291,5 +291,36 @@ struct pcidriver_irq_clear {
 	__u32	__reserved;
 };
 #define PCIDRIVER_IRQ_CLEAR		_IO(PCIDRIVER_TYPE, PCIDRIVER_BASE + 11)
+
+/**
+ * PCIDRIVER_DMABUF_IMPORT - _IO(PCIDRIVER_TYPE, PCIDRIVER_BASE + 12), struct pcidriver_dmabuf_import
+ *
+ * Imports the dma-buf `fd` (memory another driver exports: udmabuf, a DMA-BUF heap, a GPU) as
+ * a umem of this open file: the driver attaches the device to it (peer-to-peer allowed, so a
+ * PCI BAR such as GPU memory may be handed out as is), pins it and maps it for DMA in the
+ * direction(s) given by flags (at least one). Out: size (the dma-buf's), id and sg_count.
+ * From then on it is a umem in every respect: PCIDRIVER_UMEM_GET_SGLIST gives its bus
+ * addresses, PCIDRIVER_UMEM_SYNC syncs the mapping the exporter made for this device (needed
+ * where that mapping bounces), PCIDRIVER_UMEM_UNMAP, the file's last close, the process's
+ * death and the device's removal detach it. The fd may be closed after the import. Its size in
+ * pages is charged to RLIMIT_MEMLOCK like pinned user memory (a pinned dma-buf cannot be moved
+ * or evicted by its exporter) unless the caller has CAP_IPC_LOCK. The CPU reaches the memory,
+ * if at all, through the exporter (mmap of the dma-buf fd, DMA_BUF_IOCTL_SYNC).
+ * Errors: EBADF fd is not an open file; EINVAL fd is not a dma-buf, no direction, size above
+ * PCIDRIVER_UMEM_MAX_SIZE; ENOMEM over RLIMIT_MEMLOCK or out of memory / IOVA space; ERANGE
+ * the exporter handed out a bus address beyond the device's DMA mask; ENOSPC no free ID;
+ * other errors are the exporter's refusal to attach, pin or map for this device (EOPNOTSUPP,
+ * EBUSY, ...: e.g. GPU memory the platform cannot reach peer-to-peer).
+ */
+struct pcidriver_dmabuf_import {
+	__u32		argsz;
+	__u32		flags;		/* PCIDRIVER_UMEM_TO_DEVICE and/or _FROM_DEVICE */
+	__s32		fd;
+	__u32		__reserved;
+	__aligned_u64	size;
+	__u32		id;
+	__u32		sg_count;
+};
+#define PCIDRIVER_DMABUF_IMPORT		_IO(PCIDRIVER_TYPE, PCIDRIVER_BASE + 12)
 
 #endif /* _UAPI_PCIDRIVER_UAPI_H */

@@ -7,6 +7,7 @@
 #define PCIDRV_COMPAT_H
 
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/sched.h>
 #include <linux/swiotlb.h>
 #include <linux/version.h>
@@ -62,5 +63,12 @@ static inline bool pcidrv_bounce_pool_last(struct device *dev, phys_addr_t *last
 	return false;
 #endif
 }
+
+/* dma-buf's exports live in namespace DMA_BUF; from 6.13 the macro takes a string. */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0)
+#define PCIDRV_MODULE_IMPORT_NS_DMA_BUF MODULE_IMPORT_NS(DMA_BUF)
+#else
+#define PCIDRV_MODULE_IMPORT_NS_DMA_BUF MODULE_IMPORT_NS("DMA_BUF")
+#endif
 
 #endif /* PCIDRV_COMPAT_H */

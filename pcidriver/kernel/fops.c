@@ -292,6 +292,8 @@ static long pcidrv_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		return pcidrv_ioctl_irq_wait(f, uarg);
 	case PCIDRIVER_IRQ_CLEAR:
 		return pcidrv_ioctl_irq_clear(f, uarg);
+	case PCIDRIVER_DMABUF_IMPORT:
+		return pcidrv_ioctl_dmabuf_import(f, uarg);
 	default:
 		return -ENOTTY;
 	}

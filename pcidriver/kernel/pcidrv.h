@@ -96,6 +96,8 @@ struct pcidrv_dev {
 	atomic64_t kmem_bytes;
 	atomic_t umem_count;
 	atomic64_t umem_pinned_bytes;
+	atomic_t dmabuf_count;
+	atomic64_t dmabuf_bytes;
 };
 
 /* One per open file. */
@@ -123,6 +125,10 @@ struct pcidrv_kmem {
 	struct pcidrv_acct acct;
 };
 
+/*
+ * A buffer the device reaches through an SG list: pinned user pages, or an imported dma-buf
+ * (attach != NULL), whose list and pages belong to the exporter.
+ */
 struct pcidrv_umem {
 	struct kref kref;		/* handle in umem_xa, lookups */
 	struct pcidrv_dev *pd;
@@ -131,7 +137,9 @@ struct pcidrv_umem {
 	u64 size;
 	enum dma_data_direction dir;
 	bool dma_mapped;
-	struct sg_append_table sgt;
+	struct sg_append_table sgt;	/* pinned pages */
+	struct dma_buf_attachment *attach;	/* import: pinned attachment, dma-buf referenced */
+	struct sg_table *dma_sgt;	/* what the device uses: &sgt.sgt or the exporter's */
 	u32 sg_count;			/* entries of the coalesced list */
 	struct pcidrv_acct acct;
 };
@@ -189,6 +197,15 @@ int pcidrv_ioctl_umem_sglist(struct pcidrv_file *f, struct pcidriver_umem_sglist
 int pcidrv_ioctl_umem_sync(struct pcidrv_file *f, struct pcidriver_umem_sync __user *arg);
 void pcidrv_umem_release_file(struct pcidrv_file *f);
 void pcidrv_umem_release_all(struct pcidrv_dev *pd);
+struct pcidrv_umem *pcidrv_umem_new(struct pcidrv_file *f, u64 size, u32 flags);
+void pcidrv_umem_put(struct pcidrv_umem *um);
+int pcidrv_umem_publish(struct pcidrv_umem *um, u32 *id);
+void pcidrv_umem_unpublish(struct pcidrv_umem *um, u32 id);
+
+/* dmabuf.c */
+int pcidrv_ioctl_dmabuf_import(struct pcidrv_file *f,
+			       struct pcidriver_dmabuf_import __user *arg);
+void pcidrv_dmabuf_release(struct pcidrv_umem *um);
 
 /* irq.c */
 int pcidrv_irq_setup(struct pcidrv_dev *pd, bool allow_msi);

@@ -42,6 +42,22 @@ static ssize_t umem_pinned_bytes_show(struct device *dev, struct device_attribut
 }
 static DEVICE_ATTR_RO(umem_pinned_bytes);
 
+static ssize_t dmabuf_count_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct pcidrv_dev *pd = dev_get_drvdata(dev);
+
+	return sysfs_emit(buf, "%d\n", atomic_read(&pd->dmabuf_count));
+}
+static DEVICE_ATTR_RO(dmabuf_count);
+
+static ssize_t dmabuf_bytes_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct pcidrv_dev *pd = dev_get_drvdata(dev);
+
+	return sysfs_emit(buf, "%lld\n", (long long)atomic64_read(&pd->dmabuf_bytes));
+}
+static DEVICE_ATTR_RO(dmabuf_bytes);
+
 static ssize_t irq_mode_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	static const char * const names[] = {
@@ -84,6 +100,8 @@ static struct attribute *pcidrv_attrs[] = {
 	&dev_attr_kmem_bytes.attr,
 	&dev_attr_umem_count.attr,
 	&dev_attr_umem_pinned_bytes.attr,
+	&dev_attr_dmabuf_count.attr,
+	&dev_attr_dmabuf_bytes.attr,
 	&dev_attr_irq_mode.attr,
 	&dev_attr_irq_counts.attr,
 	&dev_attr_dma_mask_bits.attr,

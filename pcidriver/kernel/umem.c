@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * pcidriver.ko: user memory (umem). An existing user buffer pinned with FOLL_LONGTERM, put in
- * an sg_table and mapped for DMA, owned by one open file.
+ * an sg_table and mapped for DMA, owned by one open file. An imported dma-buf (dmabuf.c) is a
+ * umem too: same handles, SG list, sync and release rules, with the exporter's sg_table.
  *
  * A umem is reference counted: its handle (the entry in pd->umem_xa) and lookups in progress,
  * which all run inside the device's SRCU read side; so after remove()'s synchronize_srcu()
@@ -38,20 +39,42 @@ static void pcidrv_umem_release(struct kref *kref)
 	struct pcidrv_umem *um = container_of(kref, struct pcidrv_umem, kref);
 	struct pcidrv_dev *pd = um->pd;
 
-	if (um->dma_mapped) {
-		dma_unmap_sgtable(&pd->pdev->dev, &um->sgt.sgt, um->dir, 0);
-		atomic_dec(&pd->umem_count);
-		atomic64_sub(um->acct.pages << PAGE_SHIFT, &pd->umem_pinned_bytes);
+	if (um->attach) {
+		pcidrv_dmabuf_release(um);
+	} else {
+		if (um->dma_mapped) {
+			dma_unmap_sgtable(&pd->pdev->dev, &um->sgt.sgt, um->dir, 0);
+			atomic_dec(&pd->umem_count);
+			atomic64_sub(um->acct.pages << PAGE_SHIFT, &pd->umem_pinned_bytes);
+		}
+		pcidrv_umem_unpin(um);
+		sg_free_append_table(&um->sgt);
 	}
-	pcidrv_umem_unpin(um);
-	sg_free_append_table(&um->sgt);
 	pcidrv_acct_uncharge(&um->acct);
 	kfree(um);
 }
 
-static void pcidrv_umem_put(struct pcidrv_umem *um)
+void pcidrv_umem_put(struct pcidrv_umem *um)
 {
 	kref_put(&um->kref, pcidrv_umem_release);
+}
+
+/* A umem of file f for size bytes in the PCIDRIVER_UMEM_* directions of flags (checked). */
+struct pcidrv_umem *pcidrv_umem_new(struct pcidrv_file *f, u64 size, u32 flags)
+{
+	const u32 dirs = PCIDRIVER_UMEM_TO_DEVICE | PCIDRIVER_UMEM_FROM_DEVICE;
+	struct pcidrv_umem *um = kzalloc(sizeof(*um), GFP_KERNEL);
+
+	if (!um)
+		return NULL;
+	kref_init(&um->kref);
+	um->pd = f->pd;
+	um->owner = f;
+	um->size = size;
+	um->dir = flags == dirs ? DMA_BIDIRECTIONAL :
+		  flags == PCIDRIVER_UMEM_TO_DEVICE ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+	um->dma_sgt = &um->sgt.sgt;
+	return um;
 }
 
 static struct pcidrv_umem *pcidrv_umem_get(struct pcidrv_file *f, u32 id)
@@ -72,10 +95,12 @@ static struct pcidrv_umem *pcidrv_umem_get(struct pcidrv_file *f, u32 id)
 /* ---------------------------------------------------------------- SG list */
 
 /*
- * Walks the DMA segments of um, merging neighbours that are contiguous in bus address space
- * while the merged entry stays within the device's max segment size and segment boundary.
- * Calls emit(ctx, index, addr, len) per resulting entry; stops early if emit returns non-zero.
- * Returns the number of entries, or emit's error.
+ * Walks the DMA segments of um as the list the device gets: neighbours contiguous in bus
+ * address space are merged, and entries are cut, so that each stays within the device's max
+ * segment size and segment boundary (the DMA API keeps to them; an exporter of a dma-buf
+ * need not). Calls emit(ctx, index, addr, len) per resulting entry; stops early if emit
+ * returns non-zero. Returns the number of entries, emit's error, or -ERANGE for a segment
+ * beyond the device's DMA mask.
  */
 static long pcidrv_umem_walk(struct pcidrv_umem *um,
 			     int (*emit)(void *ctx, u32 index, u64 addr, u64 len), void *ctx)
@@ -83,29 +108,41 @@ static long pcidrv_umem_walk(struct pcidrv_umem *um,
 	struct device *dev = &um->pd->pdev->dev;
 	u64 max_seg = dma_get_max_seg_size(dev);
 	u64 boundary = dma_get_seg_boundary(dev);
+	u64 limit = min_not_zero(dma_get_mask(dev), dev->bus_dma_limit);
 	u64 cur_addr = 0, cur_len = 0;
 	struct scatterlist *sg;
 	u32 n = 0;
 	unsigned int i;
 	int ret;
 
-	for_each_sgtable_dma_sg(&um->sgt.sgt, sg, i) {
+	for_each_sgtable_dma_sg(um->dma_sgt, sg, i) {
 		u64 addr = sg_dma_address(sg);
 		u64 len = sg_dma_len(sg);
 
-		if (cur_len && cur_addr + cur_len == addr && cur_len + len <= max_seg &&
-		    (cur_addr | boundary) == ((addr + len - 1) | boundary)) {
-			cur_len += len;
-			continue;
+		if (len && (addr + len - 1 < addr || addr + len - 1 > limit))
+			return -ERANGE;
+		while (len) {
+			/* the longest piece from addr that needs no cut (no overflow at 2^64) */
+			u64 piece = min(len, max_seg);
+
+			if (boundary - (addr & boundary) < piece - 1)
+				piece = boundary - (addr & boundary) + 1;
+			if (cur_len && cur_addr + cur_len == addr && cur_len + piece <= max_seg &&
+			    (cur_addr | boundary) == ((addr + piece - 1) | boundary)) {
+				cur_len += piece;
+			} else {
+				if (cur_len) {
+					ret = emit ? emit(ctx, n, cur_addr, cur_len) : 0;
+					if (ret)
+						return ret;
+					n++;
+				}
+				cur_addr = addr;
+				cur_len = piece;
+			}
+			addr += piece;
+			len -= piece;
 		}
-		if (cur_len) {
-			ret = emit ? emit(ctx, n, cur_addr, cur_len) : 0;
-			if (ret)
-				return ret;
-			n++;
-		}
-		cur_addr = addr;
-		cur_len = len;
 	}
 	if (cur_len) {
 		ret = emit ? emit(ctx, n, cur_addr, cur_len) : 0;
@@ -229,12 +266,52 @@ static int pcidrv_umem_check_reach(struct pcidrv_umem *um)
 	return 0;
 }
 
+/* ---------------------------------------------------------------- handles */
+
+/*
+ * Lists um's SG entries and gives it an ID of its file; the handle takes over the caller's
+ * reference. Called inside the SRCU read side, after the DMA mapping is made.
+ */
+int pcidrv_umem_publish(struct pcidrv_umem *um, u32 *id)
+{
+	struct pcidrv_dev *pd = um->pd;
+	long n = pcidrv_umem_walk(um, NULL, NULL);
+	int ret;
+
+	if (n < 0)
+		return n;
+	um->sg_count = n;
+	ret = xa_alloc_cyclic(&pd->umem_xa, id, um, XA_LIMIT(1, PCIDRIVER_ID_MAX),
+			      &pd->umem_next_id, GFP_KERNEL);
+	if (ret < 0)
+		return ret == -EBUSY ? -ENOSPC : ret;
+	um->id = *id;
+	return 0;
+}
+
+/*
+ * Undoes pcidrv_umem_publish() when the ID could not be handed to user space (outside the
+ * SRCU read side): drops the handle, unless another thread of the file guessed the ID and
+ * released it already, or remove() has begun (it releases every handle).
+ */
+void pcidrv_umem_unpublish(struct pcidrv_umem *um, u32 id)
+{
+	struct pcidrv_dev *pd = um->pd;
+	int idx = pcidrv_enter(pd);
+
+	if (idx < 0)
+		return;
+	if (xa_cmpxchg(&pd->umem_xa, id, um, NULL, GFP_KERNEL) == um)
+		pcidrv_umem_put(um);
+	pcidrv_leave(pd, idx);
+}
+
 /* ---------------------------------------------------------------- ioctls */
 
 int pcidrv_ioctl_umem_map(struct pcidrv_file *f, struct pcidriver_umem_map __user *arg)
 {
 	unsigned long minsz = offsetofend(struct pcidriver_umem_map, sg_count);
-	u32 dirs = PCIDRIVER_UMEM_TO_DEVICE | PCIDRIVER_UMEM_FROM_DEVICE;
+	const u32 dirs = PCIDRIVER_UMEM_TO_DEVICE | PCIDRIVER_UMEM_FROM_DEVICE;
 	struct pcidrv_dev *pd = f->pd;
 	struct pcidriver_umem_map req;
 	struct pcidrv_umem *um;
@@ -251,16 +328,9 @@ int pcidrv_ioctl_umem_map(struct pcidrv_file *f, struct pcidriver_umem_map __use
 		return -EINVAL;
 	npages = (offset_in_page(req.vaddr) + req.size + PAGE_SIZE - 1) >> PAGE_SHIFT;
 
-	um = kzalloc(sizeof(*um), GFP_KERNEL);
+	um = pcidrv_umem_new(f, req.size, req.flags);
 	if (!um)
 		return -ENOMEM;
-	kref_init(&um->kref);
-	um->pd = pd;
-	um->owner = f;
-	um->size = req.size;
-	um->dir = req.flags == dirs ? DMA_BIDIRECTIONAL :
-		  req.flags == PCIDRIVER_UMEM_TO_DEVICE ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
-
 	ret = pcidrv_acct_charge(&um->acct, npages);
 	if (ret)
 		goto err_free;
@@ -284,27 +354,16 @@ int pcidrv_ioctl_umem_map(struct pcidrv_file *f, struct pcidriver_umem_map __use
 	um->dma_mapped = true;
 	atomic_inc(&pd->umem_count);
 	atomic64_add((u64)npages << PAGE_SHIFT, &pd->umem_pinned_bytes);
-	um->sg_count = pcidrv_umem_walk(um, NULL, NULL);
 
-	ret = xa_alloc_cyclic(&pd->umem_xa, &id, um, XA_LIMIT(1, PCIDRIVER_ID_MAX),
-			      &pd->umem_next_id, GFP_KERNEL);
-	if (ret < 0) {
-		ret = ret == -EBUSY ? -ENOSPC : ret;
+	ret = pcidrv_umem_publish(um, &id);
+	if (ret)
 		goto err_put_leave;
-	}
-	um->id = id;
 	pcidrv_leave(pd, idx);
 
 	req.id = id;
 	req.sg_count = um->sg_count;
 	if (copy_to_user(arg, &req, minsz)) {
-		idx = pcidrv_enter(pd);
-		if (idx < 0)
-			return -EFAULT;		/* remove() releases it */
-		/* unless another thread of this file guessed the ID and unmapped it already */
-		if (xa_cmpxchg(&pd->umem_xa, id, um, NULL, GFP_KERNEL) == um)
-			pcidrv_umem_put(um);
-		pcidrv_leave(pd, idx);
+		pcidrv_umem_unpublish(um, id);
 		return -EFAULT;
 	}
 	return 0;
@@ -419,9 +478,9 @@ int pcidrv_ioctl_umem_sync(struct pcidrv_file *f, struct pcidriver_umem_sync __u
 	um = pcidrv_umem_get(f, req.id);
 	if (um) {
 		if (req.flags == PCIDRIVER_SYNC_FOR_CPU)
-			dma_sync_sgtable_for_cpu(&pd->pdev->dev, &um->sgt.sgt, um->dir);
+			dma_sync_sgtable_for_cpu(&pd->pdev->dev, um->dma_sgt, um->dir);
 		else
-			dma_sync_sgtable_for_device(&pd->pdev->dev, &um->sgt.sgt, um->dir);
+			dma_sync_sgtable_for_device(&pd->pdev->dev, um->dma_sgt, um->dir);
 		pcidrv_umem_put(um);
 	}
 	pcidrv_leave(pd, idx);

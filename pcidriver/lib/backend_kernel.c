@@ -242,39 +242,28 @@ static int umem_unmap_id(void *dev, uint32_t id)
 	return kioctl(dev, PCIDRIVER_UMEM_UNMAP, &req);
 }
 
-static int kernel_umem_map(void *dev, struct pd_backend_umem *um)
+/* Fills um's SG list, id and count from the kernel's umem `id` of `count` entries; on
+ * failure unmaps that umem. */
+static int umem_fetch_sglist(void *dev, struct pd_backend_umem *um, uint32_t id, uint32_t count)
 {
-	struct pcidriver_umem_map req = {
-		.argsz = sizeof(req),
-		.vaddr = (uintptr_t)um->addr,
-		.size = um->size,
-	};
 	struct pcidriver_umem_sglist sgl = { .argsz = sizeof(sgl) };
-	struct pcidriver_sg_entry *entries = NULL;
+	struct pcidriver_sg_entry *entries;
 	size_t i;
 	int ret;
 
-	if (um->dir & PD_DMA_TO_DEVICE)
-		req.flags |= PCIDRIVER_UMEM_TO_DEVICE;
-	if (um->dir & PD_DMA_FROM_DEVICE)
-		req.flags |= PCIDRIVER_UMEM_FROM_DEVICE;
-	ret = kioctl(dev, PCIDRIVER_UMEM_MAP, &req);
-	if (ret)
-		return ret;
-
-	entries = calloc(req.sg_count, sizeof(*entries));
-	um->sg = calloc(req.sg_count, sizeof(*um->sg));
+	entries = calloc(count ? count : 1, sizeof(*entries));
+	um->sg = calloc(count ? count : 1, sizeof(*um->sg));
 	if (!entries || !um->sg) {
 		ret = -ENOMEM;
 		goto err_unmap;
 	}
-	sgl.id = req.id;
-	sgl.count = req.sg_count;
+	sgl.id = id;
+	sgl.count = count;
 	sgl.entries = (uintptr_t)entries;
 	ret = kioctl(dev, PCIDRIVER_UMEM_GET_SGLIST, &sgl);
 	if (ret)
 		goto err_unmap;
-	if (sgl.count != req.sg_count) {
+	if (sgl.count != count) {
 		ret = -EIO;
 		goto err_unmap;
 	}
@@ -284,15 +273,55 @@ static int kernel_umem_map(void *dev, struct pd_backend_umem *um)
 	}
 	free(entries);
 	um->sg_count = sgl.count;
-	um->id = req.id;
+	um->id = id;
 	return 0;
 
 err_unmap:
 	free(entries);
 	free(um->sg);
 	um->sg = NULL;
-	umem_unmap_id(dev, req.id);
+	umem_unmap_id(dev, id);
 	return ret;
+}
+
+static uint32_t umem_flags(enum pd_dma_dir dir)
+{
+	return ((dir & PD_DMA_TO_DEVICE) ? PCIDRIVER_UMEM_TO_DEVICE : 0) |
+	       ((dir & PD_DMA_FROM_DEVICE) ? PCIDRIVER_UMEM_FROM_DEVICE : 0);
+}
+
+static int kernel_umem_map(void *dev, struct pd_backend_umem *um)
+{
+	struct pcidriver_umem_map req = {
+		.argsz = sizeof(req),
+		.flags = umem_flags(um->dir),
+		.vaddr = (uintptr_t)um->addr,
+		.size = um->size,
+	};
+	int ret = kioctl(dev, PCIDRIVER_UMEM_MAP, &req);
+
+	return ret ? ret : umem_fetch_sglist(dev, um, req.id, req.sg_count);
+}
+
+static int kernel_dmabuf_import(void *dev, int fd, struct pd_backend_umem *um)
+{
+	struct pcidriver_dmabuf_import req = {
+		.argsz = sizeof(req),
+		.flags = umem_flags(um->dir),
+		.fd = fd,
+	};
+	int ret = kioctl(dev, PCIDRIVER_DMABUF_IMPORT, &req);
+
+	if (ret == -ENOTTY)
+		return -EOPNOTSUPP;	/* a pcidriver.ko from before dma-buf import */
+	if (ret)
+		return ret;
+	if (req.size > SIZE_MAX) {
+		umem_unmap_id(dev, req.id);
+		return -EOVERFLOW;
+	}
+	um->size = (size_t)req.size;
+	return umem_fetch_sglist(dev, um, req.id, req.sg_count);
 }
 
 static int kernel_umem_unmap(void *dev, struct pd_backend_umem *um)
@@ -353,4 +382,5 @@ const struct pd_backend_ops pd_kernel_backend = {
 	.umem_sync = kernel_umem_sync,
 	.irq_wait = kernel_irq_wait,
 	.irq_clear = kernel_irq_clear,
+	.dmabuf_import = kernel_dmabuf_import,
 };

@@ -465,6 +465,37 @@ int pd_umem_unmap(pd_umem *um)
 	return ret;
 }
 
+int pd_dmabuf_import(pd_device *dev, int fd, enum pd_dma_dir dir, pd_umem **out)
+{
+	pd_umem *um;
+	int ret;
+
+	if (!dev || !out)
+		return -EINVAL;
+	*out = NULL;
+	if (fd < 0)
+		return -EBADF;
+	if (dir != PD_DMA_TO_DEVICE && dir != PD_DMA_FROM_DEVICE && dir != PD_DMA_BIDIRECTIONAL)
+		return -EINVAL;
+	if (!dev->ops->dmabuf_import)
+		return -EOPNOTSUPP;
+	um = calloc(1, sizeof(*um));
+	if (!um)
+		return -ENOMEM;
+	um->dev = dev;
+	um->b.dir = dir;
+	ret = dev->ops->dmabuf_import(dev->priv, fd, &um->b);
+	if (ret) {
+		free(um->b.sg);
+		free(um);
+		return ret;
+	}
+	um->b.addr = NULL;	/* the CPU's view is the exporter's business */
+	own(dev, &dev->umems, &um->link);
+	*out = um;
+	return 0;
+}
+
 size_t pd_umem_sg_count(const pd_umem *um) { return um ? um->b.sg_count : 0; }
 
 int pd_umem_sglist(pd_umem *um, struct pd_sg_entry *entries, size_t max)

@@ -94,4 +94,13 @@ int edu_dma(const struct pd_regs *r, uint64_t bus, uint32_t buf_off, uint32_t le
 	    int irq);
 int edu_dma_wait(const struct pd_regs *r);
 
+/* ---- data checks (t_dma.c) ---- */
+void fill(uint8_t *p, size_t len, unsigned int seed);	/* the test pattern of seed */
+/* Number of bytes that differ, and the first differing index in *first. */
+size_t diff(const uint8_t *a, const uint8_t *b, size_t len, size_t *first);
+/* Copies size bytes from src to dst through edu, walking both SG lists by byte offset; each
+ * piece fits both entries and edu's buffer. Counts the edu DMAs in *ops. 0 or -errno. */
+int copy_through_edu(const struct pd_regs *regs, pd_umem *src, pd_umem *dst, size_t size,
+		     int *ops);
+
 #endif /* PDTEST_H */

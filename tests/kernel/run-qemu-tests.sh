@@ -30,7 +30,7 @@ set -u
 
 CONFIGS=${PCIDRIVER_QEMU_CONFIGS:-"plain iommu swiotlb plain-1g iommu-1g swiotlb-1g"}
 KERNELS=${PCIDRIVER_QEMU_KERNELS:-${KERNEL_RELEASES:-${KERNEL_RELEASE:-}}}
-PDT_GROUPS=${PCIDRIVER_QEMU_GROUPS:-"load info bar config kmem umem irq twodev ownership lifetime \
+PDT_GROUPS=${PCIDRIVER_QEMU_GROUPS:-"load info bar config kmem umem dmabuf irq twodev ownership lifetime \
 unpriv memlock badinput compat32 reach nvme wc unbind stall reload intx unload"}
 PDT_GROUPS_1G="load reach"
 TIMEOUT=${PCIDRIVER_QEMU_TIMEOUT:-240}

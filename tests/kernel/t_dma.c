@@ -13,7 +13,7 @@
 
 #include "pdtest.h"
 
-static void fill(uint8_t *p, size_t len, unsigned int seed)
+void fill(uint8_t *p, size_t len, unsigned int seed)
 {
 	size_t i;
 
@@ -21,8 +21,7 @@ static void fill(uint8_t *p, size_t len, unsigned int seed)
 		p[i] = (uint8_t)(i * 7 + seed + (i >> 8));
 }
 
-/* Number of bytes that differ, and the first differing index in *first. */
-static size_t diff(const uint8_t *a, const uint8_t *b, size_t len, size_t *first)
+size_t diff(const uint8_t *a, const uint8_t *b, size_t len, size_t *first)
 {
 	size_t i, n = 0;
 
@@ -131,8 +130,7 @@ static int sg_ok(const pd_umem *um, uint32_t max_seg, size_t size)
 	return total == size;
 }
 
-/* Walk both SG lists by byte offset; each piece fits both entries and edu's buffer. */
-static int copy_through_edu(const struct pd_regs *regs, pd_umem *src, pd_umem *dst, size_t size,
+int copy_through_edu(const struct pd_regs *regs, pd_umem *src, pd_umem *dst, size_t size,
 			    int *ops)
 {
 	struct pd_sg_entry s[64], d[64];

@@ -432,6 +432,7 @@ int emu_kmem_alloc(struct emu_dev *d, struct pd_backend_kmem *km);
 int emu_kmem_free(struct emu_dev *d, struct pd_backend_kmem *km);
 int emu_umem_map(struct emu_dev *d, struct pd_backend_umem *um);
 int emu_umem_unmap(struct emu_dev *d, struct pd_backend_umem *um);
+int emu_dmabuf_import(struct emu_dev *d, int fd, struct pd_backend_umem *um);
 
 /* emu_irq.c */
 void emu_irq_init(struct emu_irq *irq, uint32_t vectors, int64_t drop);

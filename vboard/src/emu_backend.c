@@ -265,6 +265,11 @@ static int emu_umem_unmap_op(void *dev, struct pd_backend_umem *um)
 	return emu_umem_unmap(dev_of(dev), um);
 }
 
+static int emu_dmabuf_import_op(void *dev, int fd, struct pd_backend_umem *um)
+{
+	return emu_dmabuf_import(dev_of(dev), fd, um);
+}
+
 static int emu_umem_sync(void *dev, struct pd_backend_umem *um, enum pd_sync_dir dir)
 {
 	return 0;   /* host memory is coherent with the model */
@@ -298,4 +303,5 @@ const struct pd_backend_ops emu_backend_ops = {
 	.umem_sync = emu_umem_sync,
 	.irq_wait = emu_irq_wait_op,
 	.irq_clear = emu_irq_clear_op,
+	.dmabuf_import = emu_dmabuf_import_op,
 };

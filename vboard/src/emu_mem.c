@@ -7,6 +7,8 @@
  * through.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +91,8 @@ int emu_kmem_free(struct emu_dev *d, struct pd_backend_kmem *km)
 
 struct emu_umem {
 	struct emu_map map;
+	void *dmabuf_view;       /* an imported dma-buf: this process's mapping of it */
+	size_t dmabuf_len;
 };
 
 struct group {
@@ -313,7 +317,67 @@ int emu_umem_unmap(struct emu_dev *d, struct pd_backend_umem *um)
 	struct emu_umem *u = um->priv;
 
 	emu_iommu_remove(&d->mmu, &u->map);
+	if (u->dmabuf_view)
+		munmap(u->dmabuf_view, u->dmabuf_len);
 	free(u->map.runs);
 	free(u);
+	return 0;
+}
+
+/* The size of dma-buf fd from its fdinfo ("size:" and "exp_name:" lines), -EINVAL when fd
+ * is open but no dma-buf, -EBADF when it is not open. */
+static int64_t dmabuf_size(int fd)
+{
+	char path[64], line[256];
+	int64_t size = -1;
+	int exporter = 0;
+	FILE *f;
+
+	if (fcntl(fd, F_GETFD) < 0)
+		return -EBADF;
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return -EINVAL;
+	while (fgets(line, sizeof(line), f)) {
+		long long v;
+
+		if (sscanf(line, "size: %lld", &v) == 1)
+			size = v;
+		exporter |= strncmp(line, "exp_name:", 9) == 0;
+	}
+	fclose(f);
+	return exporter && size > 0 ? size : -EINVAL;
+}
+
+/*
+ * The model reaches memory only through this process's address space, so it imports a
+ * dma-buf by mapping it (the exporter's mmap) and then treats it as a umem of that mapping.
+ * A dma-buf the CPU cannot map (GPU memory) cannot be reached: -EOPNOTSUPP.
+ */
+int emu_dmabuf_import(struct emu_dev *d, int fd, struct pd_backend_umem *um)
+{
+	int64_t size = dmabuf_size(fd);
+	struct emu_umem *u;
+	void *view;
+	int ret;
+
+	if (size < 0)
+		return (int)size;
+	if ((uint64_t)size > PD_UMEM_MAX_SIZE || (uint64_t)size > SIZE_MAX)
+		return -EINVAL;
+	view = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (view == MAP_FAILED)
+		return errno == ENOMEM ? -ENOMEM : -EOPNOTSUPP;
+	um->addr = view;
+	um->size = (size_t)size;
+	ret = emu_umem_map(d, um);
+	if (ret) {
+		munmap(view, (size_t)size);
+		return ret;
+	}
+	u = um->priv;
+	u->dmabuf_view = view;
+	u->dmabuf_len = (size_t)size;
 	return 0;
 }

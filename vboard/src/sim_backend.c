@@ -638,6 +638,11 @@ static int sim_umem_unmap(void *dev, struct pd_backend_umem *um)
 	return emu_umem_unmap(((struct sim_dev *)dev)->mem, um);
 }
 
+static int sim_dmabuf_import(void *dev, int fd, struct pd_backend_umem *um)
+{
+	return emu_dmabuf_import(((struct sim_dev *)dev)->mem, fd, um);
+}
+
 static int sim_umem_sync(void *dev, struct pd_backend_umem *um, enum pd_sync_dir dir)
 {
 	return 0;   /* the device reaches this process's memory itself */
@@ -683,4 +688,5 @@ const struct pd_backend_ops sim_backend_ops = {
 	.umem_sync = sim_umem_sync,
 	.irq_wait = sim_irq_wait,
 	.irq_clear = sim_irq_clear,
+	.dmabuf_import = sim_dmabuf_import,
 };

@@ -34,7 +34,7 @@ extern "C" {
 
 /* Bumped when struct pd_backend_ops or the structs below change; a backend built for
  * another version is refused (-EPROTO). */
-#define PD_BACKEND_ABI 1
+#define PD_BACKEND_ABI 2
 
 /* regs_get's answer for "use the BAR's mapping" */
 #define PD_BACKEND_REGS_MAPPED 1
@@ -53,7 +53,9 @@ struct pd_backend_kmem {
 };
 
 /* A user buffer made reachable by the device. The front end sets addr, size, dir; umem_map
- * fills the rest, sg with malloc() (the front end frees it after umem_unmap). */
+ * fills the rest, sg with malloc() (the front end frees it after umem_unmap). An imported
+ * dma-buf is one too: the front end sets dir (addr NULL, size 0), dmabuf_import fills size
+ * and the rest; umem_unmap and umem_sync then serve it. */
 struct pd_backend_umem {
 	void *addr;
 	size_t size;
@@ -92,13 +94,16 @@ struct pd_backend_ops {
 	int (*umem_sync)(void *dev, struct pd_backend_umem *um, enum pd_sync_dir dir);
 	int (*irq_wait)(void *dev, unsigned int source, uint32_t timeout_ms);
 	int (*irq_clear)(void *dev, unsigned int source);
+	/* optional (NULL: pd_dmabuf_import fails with -EOPNOTSUPP): make dma-buf `fd` (open,
+	 * the caller's) reachable by the device */
+	int (*dmabuf_import)(void *dev, int fd, struct pd_backend_umem *um);
 };
 
 /*
  * Makes `ops` serve its prefix in this process. ops must stay valid for the life of the
  * process. Returns 0 (also when these very ops are registered already), -EINVAL for a bad
  * prefix or a missing op, -EPROTO for another ABI version, -EEXIST when other ops serve the
- * prefix, -ENOSPC beyond 16 backends. Thread-safe.
+ * prefix, -ENOSPC beyond 16 backends. (Every op but the optional ones must be set.) Thread-safe.
  */
 int pd_backend_register(const struct pd_backend_ops *ops);
 

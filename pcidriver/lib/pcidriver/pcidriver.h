@@ -194,6 +194,17 @@ void *pd_umem_ptr(const pd_umem *um);
 size_t pd_umem_size(const pd_umem *um);
 uint32_t pd_umem_id(const pd_umem *um);
 
+/* ---- dma-buf import: memory another driver exports (udmabuf, DMA-BUF heaps, GPUs) ---- */
+/* Makes dma-buf `fd` reachable by the device, as a pd_umem: pd_umem_sg_count, _sglist,
+ * _sync, _size (the dma-buf's), _id and _unmap serve it like a mapped buffer; pd_umem_ptr
+ * is NULL (the CPU reaches the memory through the exporter: mmap of fd, DMA_BUF_IOCTL_SYNC).
+ * fd stays the caller's and may be closed afterwards. -EBADF fd is not open; -EINVAL fd is
+ * not a dma-buf, bad dir; -ENOMEM over RLIMIT_MEMLOCK (the size is charged as for
+ * pd_umem_map) or out of memory; -EOPNOTSUPP the backend cannot import (an older
+ * pcidriver.ko; the virtual board: a dma-buf the CPU cannot map, such as GPU memory);
+ * the exporter's own errors otherwise (docs/pcidriver.md). Thread-safe. */
+int pd_dmabuf_import(pd_device *dev, int fd, enum pd_dma_dir dir, pd_umem **out);
+
 /* ---- interrupts ---- */
 #define PD_WAIT_FOREVER UINT32_MAX
 

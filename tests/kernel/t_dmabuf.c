@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pdtest group dmabuf: PCIDRIVER_DMABUF_IMPORT of memory other drivers export. udmabuf
+ * (memfd-backed) and the system DMA-BUF heap exist in Linux 6.12 as Debian builds it, not in
+ * 6.1: there the checks that need one report SKIP with the reason, and the ones on bad fds run.
+ * Data moves through edu's DMA engine per SG entry and is compared byte for byte through the
+ * memfd or the dma-buf's own mmap; under swiotlb=force that needs the import's syncs.
+ * Attachments are counted in debugfs (dma_buf/bufinfo lists the attached devices by name).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/dma-buf.h>
+#include <linux/dma-heap.h>
+#include <linux/udmabuf.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pdtest.h"
+
+#define PAGE		4096UL
+#define SRC_SIZE	(5 * PAGE)
+#define DST_SIZE	(6 * PAGE)
+#define FPGA_UID	1000	/* as in t_life.c: a member of the device's group */
+
+static const char *const dmabuf_checks[] = {
+	"dmabuf: importing a file that is no dma-buf (a memfd) fails with EINVAL",
+	"dmabuf: importing a closed fd fails with EBADF; no direction, unknown flags or a reserved field with EINVAL",
+	"dmabuf: import a 5-page udmabuf (memfd-backed) for the device to read and a 6-page one for it to write",
+	"dmabuf: their SG lists cover exactly the dma-bufs, within max segment size and DMA mask",
+	"dmabuf: sysfs counts the imports; debugfs shows the device attached",
+	"dmabuf: edu DMA per SG entry, udmabuf -> device -> udmabuf, byte for byte through the memfds",
+	"dmabuf: the destination's page beyond the copy is untouched",
+	"dmabuf: system heap buffer: edu DMA into it, byte for byte through the dma-buf's mmap",
+	"dmabuf: another open file cannot unmap an import (ENOENT); a second unmap fails with ENOENT",
+	"dmabuf: unmapping the imports returns the sysfs counts to zero and detaches the device",
+	"dmabuf: kill -9 of a process with live imports detaches them all",
+	"dmabuf: an unprivileged import beyond RLIMIT_MEMLOCK fails with ENOMEM, one within it works",
+	"dmabuf: unbinding the device detaches a live import; its calls then fail with ENODEV",
+	NULL,
+};
+
+static int raw_import(int fd, int dmabuf_fd, uint32_t flags, uint32_t reserved)
+{
+	struct pcidriver_dmabuf_import req = {
+		.argsz = sizeof(req), .flags = flags, .fd = dmabuf_fd, .__reserved = reserved,
+	};
+
+	return raw_ioctl(fd, PCIDRIVER_DMABUF_IMPORT, &req);
+}
+
+/* A udmabuf over a new sealed memfd of size bytes; the memfd in *memfd. fd or -errno. */
+static int udmabuf_new(size_t size, int *memfd)
+{
+	struct udmabuf_create c = { .flags = UDMABUF_FLAGS_CLOEXEC, .size = size };
+	int dev, mfd, fd, ret;
+
+	dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+	if (dev < 0)
+		return -errno;
+	mfd = memfd_create("pdtest-udmabuf", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+	if (mfd < 0 || ftruncate(mfd, (off_t)size) || fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK)) {
+		ret = -errno;
+		goto err;
+	}
+	c.memfd = (uint32_t)mfd;
+	fd = ioctl(dev, UDMABUF_CREATE, &c);
+	if (fd < 0) {
+		ret = -errno;
+		goto err;
+	}
+	close(dev);
+	*memfd = mfd;
+	return fd;
+err:
+	if (mfd >= 0)
+		close(mfd);
+	close(dev);
+	return ret;
+}
+
+static int heap_new(size_t size)
+{
+	struct dma_heap_allocation_data a = { .len = size, .fd_flags = O_RDWR | O_CLOEXEC };
+	int heap = open("/dev/dma_heap/system", O_RDONLY | O_CLOEXEC), ret;
+
+	if (heap < 0)
+		return -errno;
+	ret = ioctl(heap, DMA_HEAP_IOCTL_ALLOC, &a) ? -errno : (int)a.fd;
+	close(heap);
+	return ret;
+}
+
+/* Attachments of the device named `name` over every dma-buf (debugfs), -1 if unknown. */
+static int attachments_of(const char *name)
+{
+	char line[256];
+	int n = 0;
+	FILE *f;
+
+	mkdir("/sys/kernel/debug", 0755);
+	mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);	/* EBUSY when mounted */
+	f = fopen("/sys/kernel/debug/dma_buf/bufinfo", "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		n += line[0] == '\t' && !strcmp(line + 1, name);
+	}
+	fclose(f);
+	return n;
+}
+
+static int sg_covers(pd_umem *um, size_t size)
+{
+	struct pd_sg_entry sg[64];
+	uint64_t total = 0;
+	int n = pd_umem_sglist(um, sg, 64), i;
+
+	if (n <= 0 || (size_t)n != pd_umem_sg_count(um) || pd_umem_size(um) != size ||
+	    pd_umem_ptr(um))
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (!sg[i].length || sg[i].length > 65536 ||
+		    sg[i].bus_addr + sg[i].length > (1ULL << EDU_DMA_BITS))
+			return 0;
+		total += sg[i].length;
+	}
+	return total == size;
+}
+
+static void skip_from(int first, const char *why)
+{
+	int i;
+
+	for (i = first; dmabuf_checks[i]; i++)
+		printf("ok - %s # SKIP %s\n", dmabuf_checks[i], why);
+}
+
+/* A child that imports dma-buf fd on /dev/fpga0, says so on `ready` and waits to be killed. */
+static pid_t importing_child(int fd, int ready)
+{
+	pid_t pid = fork();
+	pd_device *dev;
+	pd_umem *um;
+
+	if (pid)
+		return pid;
+	if (pd_open("/dev/fpga0", &dev) || pd_dmabuf_import(dev, fd, PD_DMA_FROM_DEVICE, &um) ||
+	    pd_dmabuf_import(dev, fd, PD_DMA_TO_DEVICE, &um))
+		_exit(1);
+	if (write(ready, "x", 1) != 1)
+		_exit(1);
+	for (;;)
+		pause();
+}
+
+/* The unprivileged part: 0 when the big import fails with ENOMEM and the small one works. */
+static int memlock_child(int big, int small)
+{
+	pid_t pid = fork();
+	pd_device *dev;
+	pd_umem *um;
+	int status, a, b;
+
+	if (pid == 0) {
+		drop_privileges(FPGA_UID, FPGA_UID);
+		if (pd_open("/dev/fpga0", &dev))
+			_exit(4);
+		a = pd_dmabuf_import(dev, big, PD_DMA_FROM_DEVICE, &um);
+		b = pd_dmabuf_import(dev, small, PD_DMA_FROM_DEVICE, &um);
+		if (a != -ENOMEM)
+			printf("# memlock: the big import gave %s\n", errname(a));
+		if (b)
+			printf("# memlock: the small import gave %s\n", errname(b));
+		fflush(stdout);
+		_exit(a == -ENOMEM && !b ? 0 : 1);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void dmabuf_run(void)
+{
+	int fd = -1, fd2 = -1, plain = -1, mfd = -1, src_fd = -1, dst_mfd = -1, dst_fd = -1, heap_fd = -1;
+	int big_fd = -1, big_mfd = -1, pipefd[2], ret, a, b, c, ops = 0, status;
+	uint8_t *src = MAP_FAILED, *dst = MAP_FAILED, *heap = MAP_FAILED, *expect = NULL;
+	pd_umem *us = NULL, *ud = NULL, *uh = NULL, *u1 = NULL;
+	struct pd_info info, info1;
+	struct pd_regs regs;
+	pd_device *dev = NULL, *dev1 = NULL;
+	size_t first = 0, nd, i, nguard = 0;
+	struct dma_buf_sync sync;
+	char ch;
+	pid_t pid;
+
+	fd = raw_open(0);
+	plain = memfd_create("pdtest-plain", MFD_CLOEXEC);
+	if (fd < 0 || plain < 0 || ftruncate(plain, PAGE))
+		return;
+	ret = raw_import(fd, plain, PCIDRIVER_UMEM_TO_DEVICE, 0);
+	CHECK(dmabuf_checks[0], ret == -EINVAL, "%s", errname(ret));
+
+	fd2 = dup(plain);
+	close(fd2);
+	a = raw_import(fd, fd2, PCIDRIVER_UMEM_TO_DEVICE, 0);
+	b = raw_import(fd, plain, 0, 0);
+	c = raw_import(fd, plain, PCIDRIVER_UMEM_TO_DEVICE | 0x4, 0);
+	ret = raw_import(fd, plain, PCIDRIVER_UMEM_FROM_DEVICE, 1);
+	CHECK(dmabuf_checks[1], a == -EBADF && b == -EINVAL && c == -EINVAL && ret == -EINVAL,
+	      "closed %s, no direction %s, unknown flag %s, reserved %s", errname(a), errname(b),
+	      errname(c), errname(ret));
+	fd2 = -1;
+
+	src_fd = udmabuf_new(SRC_SIZE, &mfd);
+	if (src_fd == -ENOENT) {
+		skip_from(2, "no /dev/udmabuf in this kernel (CONFIG_UDMABUF)");
+		goto out;
+	}
+	dst_fd = udmabuf_new(DST_SIZE, &dst_mfd);
+	if (pd_open("/dev/fpga0", &dev) || pd_regs_get(dev, 0, &regs) || pd_info(dev, &info))
+		goto out;
+	src = mmap(NULL, SRC_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	dst = dst_fd < 0 ? MAP_FAILED :
+	      mmap(NULL, DST_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, dst_mfd, 0);
+	expect = malloc(SRC_SIZE);
+	if (src == MAP_FAILED || dst == MAP_FAILED || !expect)
+		goto out;
+	/* before the import: what the CPU writes into a buffer the device is to write may be
+	 * lost once it is mapped (a bounce buffer holds the contents of mapping time) */
+	memset(dst, 0xee, DST_SIZE);
+	a = src_fd < 0 ? src_fd : pd_dmabuf_import(dev, src_fd, PD_DMA_TO_DEVICE, &us);
+	b = dst_fd < 0 ? dst_fd : pd_dmabuf_import(dev, dst_fd, PD_DMA_FROM_DEVICE, &ud);
+	CHECK(dmabuf_checks[2], !a && !b && pd_umem_id(us) && pd_umem_id(ud) != pd_umem_id(us),
+	      "source %s, destination %s", errname(a), errname(b));
+	if (a || b)
+		goto out;
+	CHECK(dmabuf_checks[3], sg_covers(us, SRC_SIZE) && sg_covers(ud, DST_SIZE),
+	      "%zu and %zu entries, sizes %zu and %zu", pd_umem_sg_count(us),
+	      pd_umem_sg_count(ud), pd_umem_size(us), pd_umem_size(ud));
+	a = attachments_of(info.name);
+	CHECK(dmabuf_checks[4], stat_long(0, "dmabuf_count") == 2 &&
+	      stat_long(0, "dmabuf_bytes") == (long)(SRC_SIZE + DST_SIZE) &&
+	      stat_long(0, "umem_count") == 0 && a == 2,
+	      "count %ld bytes %ld umem %ld, %d attachments of %s", stat_long(0, "dmabuf_count"),
+	      stat_long(0, "dmabuf_bytes"), stat_long(0, "umem_count"), a, info.name);
+
+	/* written after the import: only the sync makes it visible through bounce buffers */
+	fill(src, SRC_SIZE, 11);
+	memcpy(expect, src, SRC_SIZE);
+	ret = pd_umem_sync(us, PD_SYNC_FOR_DEVICE);
+	if (!ret)
+		ret = copy_through_edu(&regs, us, ud, SRC_SIZE, &ops);
+	if (!ret)
+		ret = pd_umem_sync(ud, PD_SYNC_FOR_CPU);
+	nd = diff(expect, dst, SRC_SIZE, &first);
+	CHECK(dmabuf_checks[5], !ret && !nd, "ret %s after %d DMAs, %zu bytes differ from %zu",
+	      errname(ret), ops, nd, first);
+	for (i = SRC_SIZE; i < DST_SIZE; i++)
+		nguard += dst[i] != 0xee;
+	CHECK(dmabuf_checks[6], !nguard, "%zu bytes beyond the copy changed", nguard);
+
+	heap_fd = heap_new(16 * PAGE);
+	if (heap_fd < 0) {
+		printf("ok - %s # SKIP no system DMA-BUF heap (%s)\n", dmabuf_checks[7],
+		       errname(heap_fd));
+	} else {
+		heap = mmap(NULL, 16 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, heap_fd, 0);
+		ret = heap == MAP_FAILED ? -errno : 0;
+		if (!ret) {
+			memset(heap, 0x5a, 16 * PAGE);
+			ret = pd_dmabuf_import(dev, heap_fd, PD_DMA_BIDIRECTIONAL, &uh);
+		}
+		if (!ret)
+			ret = pd_umem_sync(uh, PD_SYNC_FOR_DEVICE);
+		if (!ret)
+			ret = copy_through_edu(&regs, us, uh, SRC_SIZE, &ops);
+		if (!ret)
+			ret = pd_umem_sync(uh, PD_SYNC_FOR_CPU);
+		sync.flags = DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ;
+		if (!ret && ioctl(heap_fd, DMA_BUF_IOCTL_SYNC, &sync))
+			ret = -errno;
+		nd = ret ? 0 : diff(expect, heap, SRC_SIZE, &first);
+		for (i = SRC_SIZE, nguard = 0; !ret && i < 16 * PAGE; i++)
+			nguard += heap[i] != 0x5a;
+		sync.flags = DMA_BUF_SYNC_END | DMA_BUF_SYNC_READ;
+		ioctl(heap_fd, DMA_BUF_IOCTL_SYNC, &sync);
+		CHECK(dmabuf_checks[7], !ret && !nd && !nguard && sg_covers(uh, 16 * PAGE),
+		      "ret %s, %zu bytes differ from %zu, %zu beyond changed", errname(ret), nd,
+		      first, nguard);
+	}
+
+	fd2 = raw_open(0);
+	{
+		struct pcidriver_mem_id req = { .argsz = sizeof(req), .id = pd_umem_id(us) };
+
+		a = raw_ioctl(fd2, PCIDRIVER_UMEM_UNMAP, &req);
+		b = pd_umem_sync(us, PD_SYNC_FOR_CPU);	/* still ours */
+		c = raw_ioctl(fd, PCIDRIVER_UMEM_UNMAP, &req);	/* nor another file of ours */
+		ret = pd_umem_unmap(us);
+		us = NULL;
+		a = a == -ENOENT && !b && c == -ENOENT && !ret ? 0 : -1;
+		b = raw_ioctl(fd, PCIDRIVER_UMEM_UNMAP, &req);
+		req.id = pd_umem_id(ud);
+		c = raw_ioctl(fd2, PCIDRIVER_UMEM_UNMAP, &req);
+		CHECK(dmabuf_checks[8], !a && b == -ENOENT && c == -ENOENT,
+		      "foreign unmap/own unmap %d, unmap again %s, foreign %s", a, errname(b),
+		      errname(c));
+	}
+	a = pd_umem_unmap(ud);
+	ud = NULL;
+	b = uh ? pd_umem_unmap(uh) : 0;
+	uh = NULL;
+	c = attachments_of(info.name);
+	CHECK(dmabuf_checks[9], !a && !b && stat_long(0, "dmabuf_count") == 0 &&
+	      stat_long(0, "dmabuf_bytes") == 0 && c == 0,
+	      "unmap %s/%s, count %ld, %d attachments left", errname(a), errname(b),
+	      stat_long(0, "dmabuf_count"), c);
+
+	/* kill -9 */
+	ret = -1;
+	if (!pipe(pipefd)) {
+		pid = importing_child(dst_fd, pipefd[1]);
+		a = read(pipefd[0], &ch, 1) == 1 ? 0 : -1;
+		b = stat_long(0, "dmabuf_count");
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		c = attachments_of(info.name);
+		CHECK(dmabuf_checks[10], !a && b == 2 && stat_long(0, "dmabuf_count") == 0 &&
+		      c == 0, "child %s, %d imports while alive, %ld and %d attachments after",
+		      a ? "failed" : "imported", b, stat_long(0, "dmabuf_count"), c);
+		close(pipefd[0]);
+		close(pipefd[1]);
+	}
+
+	/* RLIMIT_MEMLOCK 64 KiB: 1 MiB is over it, 5 pages within (the udev rule's group) */
+	if (chown("/dev/fpga0", 0, FPGA_UID) || chmod("/dev/fpga0", 0660))
+		pdt_diag("chown/chmod /dev/fpga0: %s", errname(errno));
+	big_fd = udmabuf_new(256 * PAGE, &big_mfd);
+	ret = big_fd < 0 ? big_fd : memlock_child(big_fd, src_fd);
+	CHECK(dmabuf_checks[11], !ret && stat_long(0, "dmabuf_count") == 0,
+	      "child %d, count %ld", ret, stat_long(0, "dmabuf_count"));
+
+	/* removal: fpga1 is unbound with an import live, then bound again */
+	if (pd_open("/dev/fpga1", &dev1) || pd_info(dev1, &info1))
+		goto out;
+	a = pd_dmabuf_import(dev1, dst_fd, PD_DMA_BIDIRECTIONAL, &u1);
+	b = attachments_of(info1.name);
+	ret = sysfs_write("/sys/bus/pci/drivers/pcidriver/unbind", info1.name);
+	if (!ret)
+		ret = wait_node(1, 0, 2000);
+	c = attachments_of(info1.name);
+	status = u1 ? pd_umem_sync(u1, PD_SYNC_FOR_CPU) : 0;
+	CHECK(dmabuf_checks[12], !a && b == 1 && !ret && c == 0 && status == -ENODEV,
+	      "import %s, %d attachments, unbind %s, %d attachments after, sync %s",
+	      errname(a), b, errname(ret), c, errname(status));
+	pd_close(dev1);	/* releases the handle; the kernel side is gone already */
+	dev1 = NULL;
+	if (sysfs_write("/sys/bus/pci/drivers_probe", info1.name) || wait_node(1, 1, 2000))
+		pdt_diag("dmabuf: fpga1 did not come back");
+out:
+	if (dev1)
+		pd_close(dev1);
+	if (dev)
+		pd_close(dev);	/* unmaps what is left */
+	if (src != MAP_FAILED)
+		munmap(src, SRC_SIZE);
+	if (dst != MAP_FAILED)
+		munmap(dst, DST_SIZE);
+	if (heap != MAP_FAILED)
+		munmap(heap, 16 * PAGE);
+	free(expect);
+	for (i = 0; i < 10; i++) {
+		int *fds[] = { &fd, &fd2, &plain, &mfd, &src_fd, &dst_mfd, &dst_fd, &heap_fd, &big_fd,
+			       &big_mfd };
+
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+	}
+}
+
+const struct pdt_group grp_dmabuf = { "dmabuf", dmabuf_checks, dmabuf_run };
