@@ -88,9 +88,15 @@ DMABuffer::DMABuffer(Board &board, pcidriver::UserMemory &&um, pd_dma_dir dir)
 	s_->um.emplace(std::move(um));
 	s_->ptr = s_->um->data();
 	s_->size = s_->um->size();
-	s_->kind = MemoryKind::user;
+	s_->kind = s_->um->imported() ? MemoryKind::imported : MemoryKind::user;
 	s_->dir = dir;
 	userSegments(*s_);
+}
+
+DMABuffer DMABuffer::importDmaBuf(Board &board, int fd, pd_dma_dir dir)
+{
+	auto &b = *openBoard(board);
+	return DMABuffer(board, pcidriver::UserMemory::importDmaBuf(b.dev, fd, dir), dir);
 }
 
 DMABuffer::DMABuffer(DMABuffer &&) noexcept = default;

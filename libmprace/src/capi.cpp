@@ -265,6 +265,23 @@ int mp_buffer_wrap(mp_board *board, void *addr, size_t size, enum pd_dma_dir dir
 	});
 }
 
+int mp_buffer_import_dmabuf(mp_board *board, int fd, enum pd_dma_dir dir, mp_buffer **out)
+{
+	unsigned int d = rawEnum(dir);
+
+	if (!board || !out)
+		return -EINVAL;
+	*out = nullptr;
+	if (d != PD_DMA_TO_DEVICE && d != PD_DMA_FROM_DEVICE && d != PD_DMA_BIDIRECTIONAL)
+		return -EINVAL;
+	return guard([&] {
+		auto b = std::make_unique<mp_buffer>(DMABuffer::importDmaBuf(
+			board->board, fd, static_cast<enum pd_dma_dir>(d)));
+		*out = b.release();
+		return 0;
+	});
+}
+
 int mp_buffer_free(mp_buffer *buf)
 {
 	if (!buf)
@@ -289,7 +306,11 @@ int mp_buffer_kind(const mp_buffer *buf)
 {
 	if (!buf)
 		return -EINVAL;
-	return buf->buf.isKernelMemory() ? MP_BUFFER_KERNEL : MP_BUFFER_USER;
+	switch (buf->buf.kind()) {
+	case MemoryKind::kernel: return MP_BUFFER_KERNEL;
+	case MemoryKind::imported: return MP_BUFFER_IMPORTED;
+	default: return MP_BUFFER_USER;
+	}
 }
 
 size_t mp_buffer_active(const mp_buffer *buf) { return buf ? buf->buf.activeTransfers() : 0; }

@@ -24,6 +24,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "mprace/mprace.h"
+#include "mprace/pattern.h"
+#include "mprace/vboard.h"
 #include "pdtest.h"
 
 #define PAGE		4096UL
@@ -45,6 +48,7 @@ static const char *const dmabuf_checks[] = {
 	"dmabuf: kill -9 of a process with live imports detaches them all",
 	"dmabuf: an unprivileged import beyond RLIMIT_MEMLOCK fails with ENOMEM, one within it works",
 	"dmabuf: unbinding the device detaches a live import; its calls then fail with ENODEV",
+	"dmabuf: the virtual board imports udmabufs: its C2H pattern lands in the memfd byte for byte, H2C from one passes its checker",
 	NULL,
 };
 
@@ -187,6 +191,82 @@ static int memlock_child(int big, int small)
 	if (pid < 0 || waitpid(pid, &status, 0) != pid)
 		return -1;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/*
+ * The virtual board reaches a dma-buf through this process's mapping of it: a C2H of its
+ * pattern generator into udmabuf c2h_fd must appear in the memfd c2h_mfd; the pattern written
+ * into memfd h2c_mfd must pass its checker on the way back. 0, or what failed in *why.
+ */
+static int emu_round_trip(int c2h_fd, int c2h_mfd, int h2c_fd, int h2c_mfd, size_t size,
+			  const char **why)
+{
+	const uint32_t seed = 0x5eed;
+	mp_buffer *c2h = NULL, *h2c = NULL;
+	mp_engine *eng = NULL;
+	mp_board *board = NULL;
+	uint32_t words = 0, errors = 0;
+	uint8_t *p = MAP_FAILED, *q = MAP_FAILED;
+	int ret;
+
+	*why = "open emu:";
+	ret = mp_vboard_register();
+	if (!ret)
+		ret = mp_board_open("emu:", 0, &board);
+	if (!ret) {
+		*why = "import";
+		ret = mp_buffer_import_dmabuf(board, c2h_fd, PD_DMA_FROM_DEVICE, &c2h);
+	}
+	if (!ret)
+		ret = mp_buffer_import_dmabuf(board, h2c_fd, PD_DMA_TO_DEVICE, &h2c);
+	if (!ret && (mp_buffer_kind(c2h) != MP_BUFFER_IMPORTED || mp_buffer_ptr(c2h) ||
+		     mp_buffer_size(c2h) != size)) {
+		*why = "kind, pointer or size of the import";
+		ret = -EINVAL;
+	}
+	if (!ret) {
+		*why = "engine";
+		ret = mp_engine_open(board, NULL, &eng);
+	}
+	if (!ret)
+		ret = mp_test_routing(board, MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER);
+	if (!ret)
+		ret = mp_patgen_seed(board, seed);
+	if (!ret)
+		ret = mp_checker_reset(board, seed);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, c2h_mfd, 0);
+	q = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, h2c_mfd, 0);
+	if (!ret && (p == MAP_FAILED || q == MAP_FAILED))
+		ret = -errno;
+	if (!ret) {
+		memset(p, 0, size);
+		mp_pattern_fill(q, size, 0, seed);
+		*why = "C2H";
+		ret = mp_dma_read(eng, c2h, 0, size, NULL);
+	}
+	if (!ret && mp_pattern_find_mismatch(p, size, 0, seed) >= 0) {
+		*why = "C2H data in the memfd";
+		ret = -EIO;
+	}
+	if (!ret) {
+		*why = "H2C";
+		ret = mp_dma_write(eng, h2c, 0, size, MP_DMA_EOP, NULL);
+	}
+	if (!ret)
+		ret = mp_checker_read(board, &words, &errors);
+	if (!ret && (words != size / 4 || errors)) {
+		*why = "checker";
+		ret = -EIO;
+	}
+	if (p != MAP_FAILED)
+		munmap(p, size);
+	if (q != MAP_FAILED)
+		munmap(q, size);
+	mp_engine_close(eng);
+	mp_buffer_free(c2h);
+	mp_buffer_free(h2c);
+	mp_board_close(board);
+	return ret;
 }
 
 static void dmabuf_run(void)
@@ -367,6 +447,13 @@ static void dmabuf_run(void)
 	dev1 = NULL;
 	if (sysfs_write("/sys/bus/pci/drivers_probe", info1.name) || wait_node(1, 1, 2000))
 		pdt_diag("dmabuf: fpga1 did not come back");
+
+	{
+		const char *why = "";
+
+		ret = emu_round_trip(src_fd, mfd, dst_fd, dst_mfd, SRC_SIZE, &why);
+		CHECK(dmabuf_checks[13], !ret, "%s: %s", why, errname(ret));
+	}
 out:
 	if (dev1)
 		pd_close(dev1);

@@ -2,6 +2,8 @@
 // libmprace without data movement: opening and identifying a board, registers, buffers, the
 // descriptor ring and splitting, and every misuse error of the C++ API.
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -361,6 +363,23 @@ START_TEST(test_kernel_buffer)
 }
 END_TEST
 
+// Only a dma-buf can be imported (the QEMU suite imports real ones, into pcidriver.ko and
+// the virtual board); anything else is refused with the errno the docs give.
+START_TEST(test_import_refuses_non_dmabuf)
+{
+	Board b("emu:");
+	int mfd = memfd_create("plain", MFD_CLOEXEC);
+	ck_assert_int_ge(mfd, 0);
+	ck_assert_int_eq(ftruncate(mfd, 64 * KiB), 0);
+	ck_assert_errno(DMABuffer::importDmaBuf(b, mfd), EINVAL);
+	ck_assert_errno(DMABuffer::importDmaBuf(b, -1), EBADF);
+	close(mfd);
+	ck_assert_errno(DMABuffer::importDmaBuf(b, mfd, PD_DMA_TO_DEVICE), EBADF);
+	b.close();
+	ck_assert_errno(DMABuffer::importDmaBuf(b, 0), ENODEV);
+}
+END_TEST
+
 START_TEST(test_user_buffer)
 {
 	Board b("emu:sg=pages");
@@ -550,6 +569,7 @@ extern "C" Suite *test_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("buffers");
 	tcase_add_test(tc, test_kernel_buffer);
+	tcase_add_test(tc, test_import_refuses_non_dmabuf);
 	tcase_add_test(tc, test_user_buffer);
 	tcase_add_test(tc, test_descriptor_ring);
 	suite_add_tcase(s, tc);

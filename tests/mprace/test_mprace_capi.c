@@ -135,6 +135,18 @@ START_TEST(test_misuse)
 	/* an int that is none of the enum's values (no undefined behaviour on the way) */
 	ck_assert_int_eq(mp_buffer_wrap(b, mem, 8192, (enum pd_dma_dir)bad_dir, &ubuf), -EINVAL);
 	ck_assert_int_eq(mp_buffer_wrap(b, mem, 8192, PD_DMA_FROM_DEVICE, &ubuf), 0);
+	{
+		mp_buffer *imp = (mp_buffer *)1;
+		int mfd = memfd_create("plain", MFD_CLOEXEC);
+
+		ck_assert_int_eq(mp_buffer_import_dmabuf(b, mfd, PD_DMA_TO_DEVICE, &imp), -EINVAL);
+		ck_assert_ptr_null(imp);
+		ck_assert_int_eq(mp_buffer_import_dmabuf(b, mfd, (enum pd_dma_dir)bad_dir, &imp),
+				 -EINVAL);
+		close(mfd);
+		ck_assert_int_eq(mp_buffer_import_dmabuf(b, mfd, PD_DMA_TO_DEVICE, &imp), -EBADF);
+		ck_assert_str_ne(mp_last_error(), "");
+	}
 	ck_assert_int_eq(mp_buffer_sync(ubuf, (enum pd_sync_dir)bad_dir), -EINVAL);
 	ck_assert_int_eq(mp_buffer_alloc(b, 8192, &kbuf), 0);
 	ck_assert_int_eq(mp_test_routing(b, MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER), 0);

@@ -315,6 +315,15 @@ START_TEST(test_registered_backend)
 	ck_assert_uint_eq(sg.bus_addr, 0x200000000ull);
 	ck_assert_uint_eq(sg.length, sizeof(ubuf));
 	ck_assert_int_eq(pd_irq_wait(dev, 0, 0), 3);
+	{
+		/* dmabuf_import is optional: without it the front end answers, the backend is
+		 * never asked; a bad fd is refused before the question arises */
+		pd_umem *imp = (pd_umem *)1;
+
+		ck_assert_int_eq(pd_dmabuf_import(dev, 0, PD_DMA_TO_DEVICE, &imp), -EOPNOTSUPP);
+		ck_assert_ptr_null(imp);
+		ck_assert_int_eq(pd_dmabuf_import(dev, -1, PD_DMA_TO_DEVICE, &imp), -EBADF);
+	}
 	/* registers that are the BAR's mapping: the front end maps it once, for the handle */
 	{
 		struct pd_regs regs;

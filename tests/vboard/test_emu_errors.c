@@ -6,6 +6,8 @@
  * TIMEOUT, injected faults, and closing the device in the middle of everything.
  */
 #include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "test_emu_util.h"
 
@@ -859,6 +861,31 @@ START_TEST(test_close_mid_transfer)
 }
 END_TEST
 
+/* pd_dmabuf_import: the model imports only dma-bufs (ones it can map; the QEMU suite's
+ * dmabuf group imports real udmabufs), and says which kind of bad fd it got. */
+START_TEST(test_dmabuf_import_refused)
+{
+	struct eb b;
+	pd_umem *um = NULL;
+	int mfd = memfd_create("not-a-dmabuf", MFD_CLOEXEC), closed = dup(mfd);
+
+	ck_assert_int_ge(mfd, 0);
+	ck_assert_int_eq(ftruncate(mfd, 65536), 0);
+	close(closed);
+	eb_open(&b, "emu:");
+	/* a memfd could be mapped, but it is no dma-buf */
+	ck_assert_int_eq(pd_dmabuf_import(b.dev, mfd, PD_DMA_BIDIRECTIONAL, &um), -EINVAL);
+	ck_assert_ptr_null(um);
+	ck_assert_int_eq(pd_dmabuf_import(b.dev, closed, PD_DMA_TO_DEVICE, &um), -EBADF);
+	ck_assert_int_eq(pd_dmabuf_import(b.dev, -1, PD_DMA_TO_DEVICE, &um), -EBADF);
+	ck_assert_int_eq(pd_dmabuf_import(b.dev, mfd, (enum pd_dma_dir)0, &um), -EINVAL);
+	ck_assert_int_eq(pd_dmabuf_import(b.dev, mfd, PD_DMA_TO_DEVICE, NULL), -EINVAL);
+	ck_assert_int_eq(pd_dmabuf_import(NULL, mfd, PD_DMA_TO_DEVICE, &um), -EINVAL);
+	eb_close(&b);
+	close(mfd);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
 	Suite *s = suite_create("emu-errors");
@@ -883,6 +910,7 @@ Suite *test_suite(void)
 	tcase_add_test(tc, test_buserr_injection);
 	tcase_add_test(tc, test_close_mid_transfer);
 	tcase_add_test(tc, test_link_down);
+	tcase_add_test(tc, test_dmabuf_import_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -81,6 +81,11 @@ public:
 	// Adopt memory allocated through board.device().
 	DMABuffer(Board &board, pcidriver::KernelMemory &&km);
 	DMABuffer(Board &board, pcidriver::UserMemory &&um, pd_dma_dir dir);
+	// Imports another driver's dma-buf `fd` (pd_dmabuf_import: GPU memory, udmabuf, DMA-BUF
+	// heaps) for transfers in dir; fd stays the caller's. kind() is MemoryKind::imported and
+	// data() nullptr: the CPU reaches the memory through its exporter. Errors as
+	// pd_dmabuf_import's (EBADF, EINVAL not a dma-buf, EOPNOTSUPP the board cannot reach it).
+	static DMABuffer importDmaBuf(Board &board, int fd, pd_dma_dir dir = PD_DMA_BIDIRECTIONAL);
 
 	DMABuffer(DMABuffer &&) noexcept;
 	DMABuffer &operator=(DMABuffer &&) noexcept; // the old buffer is destroyed as below

@@ -113,7 +113,7 @@ int mp_checker_read(mp_board *board, uint32_t *words, uint32_t *errors);
 
 /* ---- DMA buffers ---- */
 
-enum mp_buffer_kind { MP_BUFFER_KERNEL = 1, MP_BUFFER_USER = 2 };
+enum mp_buffer_kind { MP_BUFFER_KERNEL = 1, MP_BUFFER_USER = 2, MP_BUFFER_IMPORTED = 3 };
 
 /* Kernel memory (DMA-coherent, one bus address). \pre 0 < size <= 256 MiB (else -EINVAL).
  * \post *out owns zeroed memory the engine can reach. Thread-safe. */
@@ -124,6 +124,11 @@ int mp_buffer_alloc(mp_board *board, size_t size, mp_buffer **out);
  * Thread-safe. */
 int mp_buffer_wrap(mp_board *board, void *addr, size_t size, enum pd_dma_dir dir,
 		   mp_buffer **out);
+/* Another driver's dma-buf fd (GPU memory, udmabuf, a DMA-BUF heap) imported for the engine
+ * (pd_dmabuf_import; fd stays the caller's). mp_buffer_ptr is NULL: the CPU reaches the
+ * memory through its exporter. -EBADF, -EINVAL (not a dma-buf, bad dir), -EOPNOTSUPP (the
+ * board cannot reach it), -ENOMEM. Thread-safe. */
+int mp_buffer_import_dmabuf(mp_board *board, int fd, enum pd_dma_dir dir, mp_buffer **out);
 /* -EBUSY (and nothing freed) while transfers use the buffer: wait for them or call
  * mp_buffer_abort first. NULL is ignored. \pre no other thread uses buf. One thread. */
 int mp_buffer_free(mp_buffer *buf);

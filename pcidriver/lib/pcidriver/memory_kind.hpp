@@ -15,6 +15,8 @@ enum class MemoryKind {
 	user,   // process memory pinned and mapped for the device (pd_umem: an SG list)
 	kernel, // the driver's DMA-coherent kernel memory (pd_kmem: one bus address)
 	pinned, // process memory page-locked for CUDA (cudaHostRegister)
+	imported, // another driver's dma-buf imported for the device (pd_dmabuf_import): an SG
+		  // list, no CPU view (GPU memory, udmabuf, DMA-BUF heaps)
 	// the spellings of libmprace before the types were one
 	Kernel [[deprecated("use MemoryKind::kernel")]] = kernel,
 	User [[deprecated("use MemoryKind::user")]] = user,
@@ -27,6 +29,7 @@ inline const char *to_string(MemoryKind k) noexcept
 	case MemoryKind::user: return "user memory";
 	case MemoryKind::kernel: return "kernel memory";
 	case MemoryKind::pinned: return "CUDA-pinned host memory";
+	case MemoryKind::imported: return "imported dma-buf";
 	}
 	return "?";
 }

@@ -60,10 +60,14 @@ private:
 	std::unique_ptr<pd_kmem, Free> km_;
 };
 
-// An existing user buffer pinned and mapped for DMA, with its scatter-gather list.
+// An existing user buffer pinned and mapped for DMA, with its scatter-gather list; or
+// another driver's dma-buf imported for the device (importDmaBuf), which has no CPU view:
+// data() is nullptr, imported() true.
 class UserMemory {
 public:
 	UserMemory(PciDevice &dev, void *addr, std::size_t size, pd_dma_dir dir);
+	// pd_dmabuf_import: fd stays the caller's (it may be closed afterwards).
+	static UserMemory importDmaBuf(PciDevice &dev, int fd, pd_dma_dir dir);
 	UserMemory(const UserMemory &) = delete;
 	UserMemory &operator=(const UserMemory &) = delete;
 	UserMemory(UserMemory &&) noexcept = default;
@@ -77,6 +81,7 @@ public:
 	~UserMemory() = default;
 
 	void *data() const { return pd_umem_ptr(um_.get()); }
+	bool imported() const { return um_ && !data(); }
 	std::size_t size() const { return pd_umem_size(um_.get()); }
 	std::uint32_t id() const { return pd_umem_id(um_.get()); }
 	const std::vector<pd_sg_entry> &sg() const { return sg_; }
@@ -88,6 +93,8 @@ private:
 	struct Unmap {
 		void operator()(pd_umem *u) const { pd_umem_unmap(u); }
 	};
+	explicit UserMemory(const std::shared_ptr<pd_device> &dev) : dev_(dev) {}
+	void adopt(pd_umem *u);
 	std::shared_ptr<pd_device> dev_;
 	std::unique_ptr<pd_umem, Unmap> um_;
 	std::vector<pd_sg_entry> sg_;
@@ -168,6 +175,20 @@ inline UserMemory::UserMemory(PciDevice &dev, void *addr, std::size_t size, pd_d
 {
 	pd_umem *u = nullptr;
 	check(pd_umem_map(dev_.get(), addr, size, dir, &u), "pd_umem_map");
+	adopt(u);
+}
+
+inline UserMemory UserMemory::importDmaBuf(PciDevice &dev, int fd, pd_dma_dir dir)
+{
+	UserMemory m(dev.shared());
+	pd_umem *u = nullptr;
+	check(pd_dmabuf_import(m.dev_.get(), fd, dir, &u), "pd_dmabuf_import");
+	m.adopt(u);
+	return m;
+}
+
+inline void UserMemory::adopt(pd_umem *u)
+{
 	um_.reset(u);
 	sg_.resize(pd_umem_sg_count(u));
 	check(pd_umem_sglist(u, sg_.data(), sg_.size()), "pd_umem_sglist");
