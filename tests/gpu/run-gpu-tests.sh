@@ -9,6 +9,7 @@
 # source tree); then runs
 #   test_gpu_refuse   kernel-memory buffers refused before any CUDA call
 #   test_gpu_stage    FPGA -> host -> GPU and back, data checked on the GPU and by the board
+#   test_gpu_dmabuf   GPU memory exported as a dma-buf; the virtual board refuses it
 #   bench_gpu_stage   board alone / serial fill-then-copy / relay, MB/s (figures)
 #   bufmgr_bench      the buffer algorithms on emu:link=gen3x8 and on the memcpy model at
 #                     7000 MB/s (figures; needs no GPU)
@@ -58,9 +59,9 @@ mk=$build/Makefile
 		esac
 	done
 	echo "LIBOBJS =$objs"
-	echo "all: test_gpu_refuse test_gpu_stage bench_gpu_stage bufmgr_bench"
+	echo "all: test_gpu_refuse test_gpu_stage test_gpu_dmabuf bench_gpu_stage bufmgr_bench"
 	echo "obj/gpu_pattern.o: \$(TOP)/tests/gpu/gpu_pattern.cu \$(TOP)/tests/gpu/gpu_pattern.h; \$(NVCC) \$(NVCCFLAGS) -std=c++17 -I\$(TOP)/spec/include -I\$(TOP)/libbufmgr/include -I\$(TOP)/pcidriver/lib -c -o \$@ \$<"
-	for t in test_gpu_refuse test_gpu_stage bench_gpu_stage; do
+	for t in test_gpu_refuse test_gpu_stage test_gpu_dmabuf bench_gpu_stage; do
 		echo "$t: \$(TOP)/tests/gpu/$t.cpp obj/gpu_pattern.o \$(LIBOBJS); \$(CXX) \$(CPPFLAGS) \$(CXXFLAGS) -MMD -o \$@ \$< obj/gpu_pattern.o \$(LIBOBJS) \$(LIBS)"
 	done
 	echo "bufmgr_bench: \$(TOP)/libbufmgr/bench/bufmgr_bench.cpp \$(LIBOBJS); \$(CXX) \$(CPPFLAGS) \$(CXXFLAGS) -MMD -o \$@ \$< \$(LIBOBJS) -lpthread -lm"
@@ -82,6 +83,7 @@ run_test() {
 }
 run_test test_gpu_refuse
 run_test test_gpu_stage
+run_test test_gpu_dmabuf
 
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
 	echo "== bench_gpu_stage (figures)"

@@ -273,8 +273,9 @@ START_TEST(test_mode_names)
 	ck_assert_str_eq(both[0].c_str(), "cb4M-c2h");
 	ck_assert_str_eq(both[1].c_str(), "cb4M-h2c");
 	ck_assert(is_gpu_mode("fi-serial"));
+	ck_assert(is_gpu_mode("fr") && is_gpu_mode("GR"));
 	ck_assert(!is_gpu_mode("c2h"));
-	for (const char *bad : {"", "c3h", "db", "dbx-c2h", "pb4M-c2h", "pb4Mx1", "fi-xx", "fr", "db4M-x2h",
+	for (const char *bad : {"", "c3h", "db", "dbx-c2h", "pb4M-c2h", "pb4Mx1", "fi-xx", "fr-db4M", "db4M-x2h",
 				"memcpy-mt0", "memcpy-mt65", "memcpy-mtx", "db4M:f16i", "db4M-c2h:i16f:i16f"}) {
 		bool threw = false;
 		try {

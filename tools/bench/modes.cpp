@@ -41,6 +41,8 @@ const std::vector<ModeInfo> &mode_table()
 		{"gi", "GI", "GPU -> host -> board pipelined through bufmgr's CUDA stage", true},
 		{"gi-db<S> gi-pb<S>x<N>", "", "the same with a DoubleBuffer / PooledBuffer", true},
 		{"gi-serial", "", "cudaMemcpy to user memory, then DMA (serial)", true},
+		{"fr", "FR", "board -> GPU memory directly: CUDA's dma-buf imported by the board (peer-to-peer)", true},
+		{"gr", "GR", "GPU memory -> board directly (peer-to-peer)", true},
 		{"fi...:i16f gi...:i16f", "", "fi/gi converting int16 on the board <-> float on the GPU, on the GPU", true},
 	};
 	return t;
@@ -140,7 +142,8 @@ ModeSpec parse_mode(const std::string &name)
 		s.family = Family::Gpu;
 		s.gpu = n;
 	} else if (n == "fr" || n == "gr") {
-		throw BadMode("mode '" + name + "': peer-to-peer (GPUDirect RDMA) is not supported; use fi/gi");
+		s.family = Family::Gpu;
+		s.gpu = n;
 	} else if ((n.compare(0, 3, "fi-") == 0 || n.compare(0, 3, "gi-") == 0 || n.compare(0, 3, "fi:") == 0 ||
 		    n.compare(0, 3, "gi:") == 0) && n.find("-serial") == std::string::npos) {
 		s.family = Family::Gpu;

@@ -6,6 +6,9 @@
 //   gi-serial    cudaMemcpy GPU -> user memory, then DMA to the board
 //   fi, gi       the pipelined indirect path through libbufmgr's CUDA stage; with ":i16f" it
 //                converts on the GPU: int16 from the board to float (fi), float to int16 (gi)
+//   fr, gr       the direct path: GPU memory exported as a dma-buf, imported by the board,
+//                the engine moving data peer to peer (bufmgr::cuda::GpuDirect); unavailable
+//                (exit 3, with the reason) where the GPU cannot export or the board cannot import
 // Data checks run on the GPU (a kernel compares the counter pattern in device memory).
 #include <cstring>
 #include <sys/mman.h>
@@ -14,6 +17,7 @@
 
 #include "../common/units.hpp"
 #include "bufmgr/cuda.hpp"
+#include "bufmgr/cuda_direct.hpp"
 #include "bufmgr/cuda_transform.cuh"
 #include "bufmgr/mprace_transfer.hpp"
 #include "modes_impl.hpp"
@@ -397,6 +401,52 @@ private:
 	std::unique_ptr<bufmgr::cuda::GpuToFpga<bufmgr::MpraceTransfer>> g2f_;
 };
 
+// ------------------------------------------------ fr, gr: board <-> GPU memory directly
+
+class DirectMode : public BoardGpuMode {
+public:
+	DirectMode(bool to_gpu, Env &env) : BoardGpuMode(to_gpu, env) {}
+	~DirectMode() override { teardown(); }
+	std::string name() const override { return to_gpu_ ? "fr" : "gr"; }
+	std::string description() const override
+	{
+		return to_gpu_ ? "board -> GPU memory directly (dma-buf of GPU memory imported by the board)"
+			       : "GPU memory -> board directly (dma-buf of GPU memory imported by the board)";
+	}
+	void setup(std::uint64_t max_bytes) override
+	{
+		require_gpu();
+		if (!bufmgr::cuda::dmabuf_export_supported())
+			throw Unavailable("this GPU or its driver does not export memory as dma-bufs "
+					  "(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0); use fi/gi");
+		env_.route(MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER);
+		env_.board().setPatternRate(0);
+		// whole 2 MiB pages: what cuMemGetHandleForAddressRange needs, and cudaMalloc gives
+		const std::uint64_t size = (max_bytes + (2u << 20) - 1) & ~std::uint64_t((2u << 20) - 1);
+		dev_ = DeviceMem(size);
+		direct_ = std::make_unique<bufmgr::cuda::GpuDirect>(
+			env_.board(), env_.engine(),
+			to_gpu_ ? bufmgr::cuda::GpuDirect::Direction::to_gpu
+				: bufmgr::cuda::GpuDirect::Direction::from_gpu);
+		try {
+			direct_->prepare(dev_.get(), size);
+		} catch (const bufmgr::Error &e) {
+			if (e.code().value() == EOPNOTSUPP)
+				throw Unavailable(e.what());
+			throw;
+		}
+	}
+	void transfer(std::uint64_t bytes) override { direct_->transfer(dev_.get(), bytes); }
+	void teardown() override
+	{
+		direct_.reset();
+		dev_ = DeviceMem();
+	}
+
+private:
+	std::unique_ptr<bufmgr::cuda::GpuDirect> direct_;
+};
+
 } // namespace
 
 std::unique_ptr<Mode> make_gpu_mode(const ModeSpec &s, Env &env)
@@ -405,6 +455,8 @@ std::unique_ptr<Mode> make_gpu_mode(const ModeSpec &s, Env &env)
 		return std::make_unique<CopyMode>(s.gpu == "hg");
 	if (s.gpu == "fi-serial" || s.gpu == "gi-serial")
 		return std::make_unique<SerialMode>(s.gpu == "fi-serial", env);
+	if (s.gpu == "fr" || s.gpu == "gr")
+		return std::make_unique<DirectMode>(s.gpu == "fr", env);
 	return std::make_unique<PipeMode>(s, env);
 }
 

@@ -19,7 +19,7 @@ enum class Family {
 	Loopback,  // loopback
 	Pio,       // pio-read, pio-write
 	BufMgr,    // cb, db, pb
-	Gpu,       // hg, gh, fi, fi-serial, gi, gi-serial and their fi-/gi- buffer variants
+	Gpu,       // hg, gh, fi, fi-serial, gi, gi-serial, fr, gr and the fi-/gi- buffer variants
 };
 
 struct ModeSpec {
@@ -31,7 +31,7 @@ struct ModeSpec {
 	char algo = 0;            // BufMgr and fi/gi variants: 'c', 'd' or 'p'; 0 default
 	std::uint64_t buf_size = 0;
 	unsigned buf_count = 0;
-	std::string gpu;          // Gpu: "hg", "gh", "fi", "fi-serial", "gi", "gi-serial"
+	std::string gpu;          // Gpu: "hg", "gh", "fi", "fi-serial", "gi", "gi-serial", "fr", "gr"
 	unsigned threads = 0;     // Memcpy: 0 plain memcpy; memcpy-mt: N, or kThreadsFromOption
 	bool samples = false;     // BufMgr ":i16f": int16 on the board, float in the user's buffer
 };
