@@ -174,6 +174,48 @@ START_TEST(test_relay_abort)
 }
 END_TEST
 
+// Runs of one small piece go through the calling thread alone (Relay::kInlineMax): the same
+// data, errors of either side, abort from another thread and reuse as the pipeline.
+START_TEST(test_relay_small_runs)
+{
+	static_assert(R::kInlineMax >= BUF, "the runs below must be small ones");
+	std::vector<std::byte> sink(1 << 20);
+	R r(src_transfer(), sink_transfer(sink), 4, BUF);
+	const std::uint64_t none[2] = {0, 0};
+	std::uint64_t pos = 0;
+	for (std::size_t n : {std::size_t{4}, std::size_t{1000}, BUF}) {
+		ck_assert_uint_eq(r.run(n), n);
+		const auto want = cyclic(source(), pos, n);
+		ck_assert_bytes_eq(sink.data() + pos, want.data(), n);
+		pos += n;
+	}
+	for (int side = 0; side < 2; ++side) {
+		std::uint64_t f[2] = {0, 0};
+		f[side] = 1; // the next transfer (set_faults restarts the counts)
+		(side == 0 ? r.source() : r.sink()).set_faults(f, none, EIO);
+		ck_assert_int_eq(error_of([&] { r.run(BUF); }), EIO);
+		(side == 0 ? r.source() : r.sink()).set_faults(none, none);
+		const std::uint64_t spos = r.source().bytes(Direction::c2h);
+		const std::uint64_t kpos = r.sink().bytes(Direction::h2c);
+		ck_assert_uint_eq(r.run(BUF / 2), BUF / 2);
+		const auto want = cyclic(source(), spos, BUF / 2);
+		ck_assert_bytes_eq(sink.data() + kpos, want.data(), BUF / 2);
+	}
+	const std::uint64_t stall[2] = {0, 1};
+	r.sink().set_faults(none, stall); // the sink never finishes the next buffer
+	std::thread t([&] {
+		std::this_thread::sleep_for(std::chrono::milliseconds(30));
+		r.abort();
+	});
+	const auto t0 = std::chrono::steady_clock::now();
+	ck_assert_int_eq(error_of([&] { r.run(BUF); }), ECANCELED);
+	ck_assert(testbm::seconds_since(t0) < 5.0);
+	t.join();
+	r.sink().set_faults(none, none);
+	ck_assert_uint_eq(r.run(BUF), BUF);
+}
+END_TEST
+
 // A short packet from the source ends the run with what arrived.
 START_TEST(test_relay_short_packet)
 {
@@ -213,6 +255,7 @@ extern "C" Suite *test_suite(void)
 	tcase_add_test(tc, test_relay_overlaps);
 	tcase_add_test(tc, test_relay_restarts_while_waiting);
 	tcase_add_test(tc, test_relay_faults);
+	tcase_add_test(tc, test_relay_small_runs);
 	tcase_add_test(tc, test_relay_abort);
 	tcase_add_test(tc, test_relay_short_packet);
 	tcase_add_test(tc, test_relay_destroy_after_error);

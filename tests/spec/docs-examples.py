@@ -12,7 +12,12 @@ Command lines of `mprace -d emu...` run as written; those of `dmabench` run on a
 (a few options appended: later options win); those of `dmabench -d sim:` on two sizes with
 sim:'s own defaults, skipped while the simulator environment (tests/hdl's venv) is not built.
 
-Usage: docs-examples.py TOP_SRCDIR TOP_BUILDDIR (environment: DOCS_CC, DOCS_CXX, DOCS_FLAGS)
+A block that includes a CUDA header (bufmgr/cuda*.hpp) is built with the CUDA toolkit of the
+build (DOCS_CUDA_HOME, from configure) and the static cudart, and skipped without one; it is
+only run if it has a main(). A fragment's #include lines go above the function.
+
+Usage: docs-examples.py TOP_SRCDIR TOP_BUILDDIR (environment: DOCS_CC, DOCS_CXX, DOCS_FLAGS,
+DOCS_CUDA_HOME)
 """
 import glob
 import os
@@ -31,6 +36,10 @@ incs = [f"-I{top}/{d}" for d in ("pcidriver/lib", "pcidriver/include", "spec/inc
 libdirs = [f"{build}/libmprace/.libs", f"{build}/pcidriver/lib/.libs"]
 libs = [f"-L{d}" for d in libdirs] + [f"-Wl,-rpath,{d}" for d in libdirs] + \
     ["-lmprace", "-lpcidriver", "-pthread"]
+
+cuda_home = os.environ.get("DOCS_CUDA_HOME", "")
+cuda_flags = [f"-I{cuda_home}/include"] if cuda_home else []
+cuda_libs = [f"-L{cuda_home}/lib64", "-lcudart_static", "-ldl", "-lrt"] if cuda_home else []
 
 FRAGMENT = """#include <chrono>
 #include <vector>
@@ -85,12 +94,23 @@ with tempfile.TemporaryDirectory() as tmp:
     for n, (doc, line, lang, code) in enumerate(blocks, 1):
         name = f"{doc}:{line}"
         program = re.search(r"\bint\s+main\s*\(", code) is not None
+        uses_cuda = re.search(r"#include\s*[<\"]bufmgr/cuda", code) is not None
+        if uses_cuda and not cuda_home:
+            print(f"ok {n} - {name} # SKIP uses CUDA: this build has no CUDA toolkit")
+            continue
         src = os.path.join(tmp, f"ex{n}.{'c' if lang == 'c' and program else 'cpp'}")
         with open(src, "w") as f:
-            f.write(code if program else FRAGMENT % code)
+            if program:
+                f.write(code)
+            else:
+                hoisted = "".join(l + "\n" for l in code.splitlines() if l.startswith("#include"))
+                body = "\n".join(l for l in code.splitlines() if not l.startswith("#include"))
+                f.write(hoisted + FRAGMENT % body)
         exe = os.path.join(tmp, f"ex{n}")
         comp = (cc if src.endswith(".c") else cxx) + flags + incs + \
-            (["-std=gnu11"] if src.endswith(".c") else ["-std=c++17"]) + [src, "-o", exe] + libs
+            (cuda_flags if uses_cuda else []) + \
+            (["-std=gnu11"] if src.endswith(".c") else ["-std=c++17"]) + [src, "-o", exe] + libs + \
+            (cuda_libs if uses_cuda else [])
         r = subprocess.run(comp, capture_output=True, text=True)
         if r.returncode != 0:
             print(f"not ok {n} - {name}: {'program' if program else 'fragment'} does not compile")

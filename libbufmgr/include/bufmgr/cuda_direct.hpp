@@ -37,6 +37,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include "bufmgr/cuda.hpp"
 #include "bufmgr/error.hpp"
 #include "mprace/mprace.hpp"
 

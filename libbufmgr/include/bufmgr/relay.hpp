@@ -2,6 +2,7 @@
 #ifndef BUFMGR_RELAY_HPP
 #define BUFMGR_RELAY_HPP
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -43,7 +44,9 @@ namespace bufmgr {
 // adopting side may refuse the memory (the CUDA stage refuses kernel-memory buffers).
 //
 // Threads: the thread that calls run() drives Source; a worker thread owned by the Relay drives
-// Sink. Hand-off through two Boost.Lockfree spsc_queues (ready: caller -> worker, free:
+// Sink. A run() of at most one small piece (kInlineMax, which a pipeline could not overlap
+// anyway) drives both on the calling thread, one after the other: no hand-off, so its latency
+// is the two links' own, without the thread wake-ups (tens of microseconds) of the pipeline. Hand-off through two Boost.Lockfree spsc_queues (ready: caller -> worker, free:
 // worker -> caller); in each, the write and read indices sit on separate cache lines, each side
 // reads its own index relaxed and the other's with acquire and publishes its own with release
 // (boost/lockfree/spsc_queue.hpp). A thread with nothing to do sleeps on a Doorbell.
@@ -130,6 +133,8 @@ public:
 		if (bytes % unit_ != 0)
 			throw Error(EINVAL, "bufmgr::Relay::run: " + std::to_string(bytes) +
 					    " bytes is not a multiple of the granule (" + std::to_string(unit_) + ")");
+		if (bytes <= std::min(chunk_, kInlineMax))
+			return run_inline(bytes);
 		// The worker is idle between jobs: the queues are ours to reset.
 		Slot s;
 		std::uint32_t i;
@@ -172,6 +177,10 @@ public:
 		}
 		return moved;
 	}
+
+	// The largest run() done on the calling thread alone: below the smallest piece the
+	// pipeline splits its ends into (detail::ChunkPlan::min_piece), overlap gains little.
+	static constexpr std::size_t kInlineMax = detail::ChunkPlan::min_piece;
 
 	// Any thread: the run() in progress throws ECANCELED promptly.
 	void abort() noexcept
@@ -231,6 +240,35 @@ private:
 		return t.wait(d, i);
 	}
 	static constexpr std::chrono::microseconds kArrivalPoll{20};
+
+	// run() of one small piece: Source fills buffer 0, then Sink drains it, both on this
+	// thread (the worker stays idle, so neither side is shared). An abort() from another
+	// thread reaches the waits through the transfers' own abort(), as in the pipeline.
+	std::size_t run_inline(std::size_t bytes)
+	{
+		error_ = nullptr;
+		failed_.store(false, std::memory_order_seq_cst);
+		try {
+			src_.start(Direction::c2h, 0, bytes);
+			const std::size_t got = src_.wait(Direction::c2h, 0);
+			if (got > bytes)
+				throw Error(EIO, "bufmgr::Relay: Source reported more bytes than requested");
+			if (got > 0 && !failed()) {
+				sink_.start(Direction::h2c, 0, got);
+				if (sink_.wait(Direction::h2c, 0) != got)
+					throw Error(EIO, "bufmgr::Relay: Sink drained fewer bytes than it was given");
+			}
+			if (failed())
+				throw Error(ECANCELED, "bufmgr::Relay::run: aborted");
+			return got;
+		} catch (...) {
+			src_.abort(Direction::c2h);
+			src_.reset(Direction::c2h);
+			sink_.abort(Direction::h2c);
+			sink_.reset(Direction::h2c);
+			throw;
+		}
+	}
 
 	// The caller's side: keep Source busy with every free buffer, hand filled ones to the worker.
 	std::size_t drive_source(std::size_t total)
