@@ -202,10 +202,22 @@ void pcidrv_umem_put(struct pcidrv_umem *um);
 int pcidrv_umem_publish(struct pcidrv_umem *um, u32 *id);
 void pcidrv_umem_unpublish(struct pcidrv_umem *um, u32 id);
 
-/* dmabuf.c */
+/* dmabuf.c, built where the kernel has dma-bufs (CONFIG_DMA_SHARED_BUFFER) */
+#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 int pcidrv_ioctl_dmabuf_import(struct pcidrv_file *f,
 			       struct pcidriver_dmabuf_import __user *arg);
 void pcidrv_dmabuf_release(struct pcidrv_umem *um);
+#else
+static inline int pcidrv_ioctl_dmabuf_import(struct pcidrv_file *f,
+					     struct pcidriver_dmabuf_import __user *arg)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline void pcidrv_dmabuf_release(struct pcidrv_umem *um)
+{
+}
+#endif
 
 /* irq.c */
 int pcidrv_irq_setup(struct pcidrv_dev *pd, bool allow_msi);
