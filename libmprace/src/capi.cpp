@@ -73,6 +73,24 @@ unsigned int rawEnum(const E &e) noexcept
 	return v;
 }
 
+// The C API's buffer constructors: checks board, out and dir, then makes the buffer that
+// make(dir) returns (exceptions become errno values).
+template <class Make>
+int new_buffer(mp_board *board, enum pd_dma_dir dir, mp_buffer **out, Make make)
+{
+	unsigned int d = rawEnum(dir);
+
+	if (!board || !out)
+		return -EINVAL;
+	*out = nullptr;
+	if (d != PD_DMA_TO_DEVICE && d != PD_DMA_FROM_DEVICE && d != PD_DMA_BIDIRECTIONAL)
+		return -EINVAL;
+	return guard([&] {
+		*out = make(static_cast<enum pd_dma_dir>(d)).release();
+		return 0;
+	});
+}
+
 } // namespace
 
 extern "C" {
@@ -250,35 +268,15 @@ int mp_buffer_alloc(mp_board *board, size_t size, mp_buffer **out)
 
 int mp_buffer_wrap(mp_board *board, void *addr, size_t size, enum pd_dma_dir dir, mp_buffer **out)
 {
-	unsigned int d = rawEnum(dir);
-
-	if (!board || !out)
-		return -EINVAL;
-	*out = nullptr;
-	if (d != PD_DMA_TO_DEVICE && d != PD_DMA_FROM_DEVICE && d != PD_DMA_BIDIRECTIONAL)
-		return -EINVAL;
-	return guard([&] {
-		auto b = std::make_unique<mp_buffer>(board->board, addr, size,
-						     static_cast<enum pd_dma_dir>(d));
-		*out = b.release();
-		return 0;
+	return new_buffer(board, dir, out, [&](enum pd_dma_dir d) {
+		return std::make_unique<mp_buffer>(board->board, addr, size, d);
 	});
 }
 
 int mp_buffer_import_dmabuf(mp_board *board, int fd, enum pd_dma_dir dir, mp_buffer **out)
 {
-	unsigned int d = rawEnum(dir);
-
-	if (!board || !out)
-		return -EINVAL;
-	*out = nullptr;
-	if (d != PD_DMA_TO_DEVICE && d != PD_DMA_FROM_DEVICE && d != PD_DMA_BIDIRECTIONAL)
-		return -EINVAL;
-	return guard([&] {
-		auto b = std::make_unique<mp_buffer>(DMABuffer::importDmaBuf(
-			board->board, fd, static_cast<enum pd_dma_dir>(d)));
-		*out = b.release();
-		return 0;
+	return new_buffer(board, dir, out, [&](enum pd_dma_dir d) {
+		return std::make_unique<mp_buffer>(DMABuffer::importDmaBuf(board->board, fd, d));
 	});
 }
 
