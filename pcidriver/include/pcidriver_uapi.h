@@ -309,6 +309,7 @@ struct pcidriver_irq_clear {
  * Errors: EBADF fd is not an open file; EINVAL fd is not a dma-buf, no direction, size above
  * PCIDRIVER_UMEM_MAX_SIZE; ENOMEM over RLIMIT_MEMLOCK or out of memory / IOVA space; ERANGE
  * the exporter handed out a bus address beyond the device's DMA mask; ENOSPC no free ID;
+ * EINTR a signal arrived while waiting for the dma-buf's reservation lock;
  * EOPNOTSUPP the kernel was built without dma-buf support (CONFIG_DMA_SHARED_BUFFER);
  * other errors are the exporter's refusal to attach, pin or map for this device (EOPNOTSUPP,
  * EBUSY, ...: e.g. GPU memory the platform cannot reach peer-to-peer).
