@@ -69,8 +69,8 @@ err_detach:
 	return ret;
 }
 
-/* The last put of an import (umem.c): while the device is bound (see pcidrv.h). */
-void pcidrv_dmabuf_release(struct pcidrv_umem *um)
+/* um->release of an import, from its last put: while the device is bound (see pcidrv.h). */
+static void pcidrv_dmabuf_release(struct pcidrv_umem *um)
 {
 	struct dma_buf *dmabuf = um->attach->dmabuf;
 	struct pcidrv_dev *pd = um->pd;
@@ -127,6 +127,7 @@ int pcidrv_ioctl_dmabuf_import(struct pcidrv_file *f,
 		goto err_uncharge;
 	}
 	/* from here the umem owns the dma-buf reference; its last put releases both */
+	um->release = pcidrv_dmabuf_release;
 	atomic_inc(&pd->dmabuf_count);
 	atomic64_add(um->size, &pd->dmabuf_bytes);
 	ret = pcidrv_umem_publish(um, &id);

@@ -127,7 +127,8 @@ struct pcidrv_kmem {
 
 /*
  * A buffer the device reaches through an SG list: pinned user pages, or an imported dma-buf
- * (attach != NULL), whose list and pages belong to the exporter.
+ * (attach != NULL), whose list and pages belong to the exporter and whose release() the last
+ * put calls instead of unpinning.
  */
 struct pcidrv_umem {
 	struct kref kref;		/* handle in umem_xa, lookups */
@@ -140,6 +141,7 @@ struct pcidrv_umem {
 	struct sg_append_table sgt;	/* pinned pages */
 	struct dma_buf_attachment *attach;	/* import: pinned attachment, dma-buf referenced */
 	struct sg_table *dma_sgt;	/* what the device uses: &sgt.sgt or the exporter's */
+	void (*release)(struct pcidrv_umem *um);	/* import: undoes it (dmabuf.c) */
 	u32 sg_count;			/* entries of the coalesced list */
 	struct pcidrv_acct acct;
 };
@@ -206,16 +208,11 @@ void pcidrv_umem_unpublish(struct pcidrv_umem *um, u32 id);
 #if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
 int pcidrv_ioctl_dmabuf_import(struct pcidrv_file *f,
 			       struct pcidriver_dmabuf_import __user *arg);
-void pcidrv_dmabuf_release(struct pcidrv_umem *um);
 #else
 static inline int pcidrv_ioctl_dmabuf_import(struct pcidrv_file *f,
 					     struct pcidriver_dmabuf_import __user *arg)
 {
 	return -EOPNOTSUPP;
-}
-
-static inline void pcidrv_dmabuf_release(struct pcidrv_umem *um)
-{
 }
 #endif
 

@@ -39,8 +39,8 @@ static void pcidrv_umem_release(struct kref *kref)
 	struct pcidrv_umem *um = container_of(kref, struct pcidrv_umem, kref);
 	struct pcidrv_dev *pd = um->pd;
 
-	if (um->attach) {
-		pcidrv_dmabuf_release(um);
+	if (um->release) {
+		um->release(um);
 	} else {
 		if (um->dma_mapped) {
 			dma_unmap_sgtable(&pd->pdev->dev, &um->sgt.sgt, um->dir, 0);

@@ -36,7 +36,7 @@
 
 static const char *const dmabuf_checks[] = {
 	"dmabuf: importing a file that is no dma-buf (a memfd) fails with EINVAL",
-	"dmabuf: importing a closed fd fails with EBADF; no direction, unknown flags or a reserved field with EINVAL",
+	"dmabuf: importing a closed fd fails with EBADF; no direction, unknown flags, a reserved field or a short argsz with EINVAL",
 	"dmabuf: import a 5-page udmabuf (memfd-backed) for the device to read and a 6-page one for it to write",
 	"dmabuf: their SG lists cover exactly the dma-bufs, within max segment size and DMA mask",
 	"dmabuf: sysfs counts the imports; debugfs shows the device attached",
@@ -296,9 +296,17 @@ static void dmabuf_run(void)
 	b = raw_import(fd, plain, 0, 0);
 	c = raw_import(fd, plain, PCIDRIVER_UMEM_TO_DEVICE | 0x4, 0);
 	ret = raw_import(fd, plain, PCIDRIVER_UMEM_FROM_DEVICE, 1);
-	CHECK(dmabuf_checks[1], a == -EBADF && b == -EINVAL && c == -EINVAL && ret == -EINVAL,
-	      "closed %s, no direction %s, unknown flag %s, reserved %s", errname(a), errname(b),
-	      errname(c), errname(ret));
+	{
+		struct pcidriver_dmabuf_import req = {
+			.argsz = offsetof(struct pcidriver_dmabuf_import, sg_count),
+			.flags = PCIDRIVER_UMEM_TO_DEVICE, .fd = plain,
+		};
+
+		fd2 = raw_ioctl(fd, PCIDRIVER_DMABUF_IMPORT, &req);
+	}
+	CHECK(dmabuf_checks[1], a == -EBADF && b == -EINVAL && c == -EINVAL && ret == -EINVAL &&
+	      fd2 == -EINVAL, "closed %s, no direction %s, unknown flag %s, reserved %s, argsz %s",
+	      errname(a), errname(b), errname(c), errname(ret), errname(fd2));
 	fd2 = -1;
 
 	src_fd = udmabuf_new(SRC_SIZE, &mfd);
