@@ -75,8 +75,8 @@ private:
 		    !find("cuMemGetHandleForAddressRange", &getHandle, 12000) ||
 		    !find("cuMemGetAddressRange", &getAddressRange, 12000)) {
 			errno_ = EOPNOTSUPP;
-			why_ = "bufmgr::cuda::GpuDirect: the CUDA driver lacks " + missing_ +
-			       " (dma-buf export needs driver 515 or later)";
+			why_ = "bufmgr::cuda::GpuDirect: the CUDA driver does not provide " +
+			       missing_ + " (needed to export GPU memory as a dma-buf)";
 		}
 	}
 	template <class F> bool find(const char *name, F *fn, unsigned int version)
