@@ -419,10 +419,23 @@ uint32_t pd_kmem_id(const pd_kmem *km) { return km ? km->b.id : 0; }
 
 /* ---- user memory ---- */
 
+/* After the backend's umem_map or dmabuf_import returned ret: the handle owns um, or um is
+ * freed. */
+static int umem_finish(pd_umem *um, int ret, pd_umem **out)
+{
+	if (ret) {
+		free(um->b.sg);
+		free(um);
+		return ret;
+	}
+	own(um->dev, &um->dev->umems, &um->link);
+	*out = um;
+	return 0;
+}
+
 int pd_umem_map(pd_device *dev, void *addr, size_t size, enum pd_dma_dir dir, pd_umem **out)
 {
 	pd_umem *um;
-	int ret;
 
 	if (!dev || !out)
 		return -EINVAL;
@@ -439,15 +452,7 @@ int pd_umem_map(pd_device *dev, void *addr, size_t size, enum pd_dma_dir dir, pd
 	um->b.addr = addr;
 	um->b.size = size;
 	um->b.dir = dir;
-	ret = dev->ops->umem_map(dev->priv, &um->b);
-	if (ret) {
-		free(um->b.sg);
-		free(um);
-		return ret;
-	}
-	own(dev, &dev->umems, &um->link);
-	*out = um;
-	return 0;
+	return umem_finish(um, dev->ops->umem_map(dev->priv, &um->b), out);
 }
 
 int pd_umem_unmap(pd_umem *um)
@@ -485,15 +490,8 @@ int pd_dmabuf_import(pd_device *dev, int fd, enum pd_dma_dir dir, pd_umem **out)
 	um->dev = dev;
 	um->b.dir = dir;
 	ret = dev->ops->dmabuf_import(dev->priv, fd, &um->b);
-	if (ret) {
-		free(um->b.sg);
-		free(um);
-		return ret;
-	}
 	um->b.addr = NULL;	/* the CPU's view is the exporter's business */
-	own(dev, &dev->umems, &um->link);
-	*out = um;
-	return 0;
+	return umem_finish(um, ret, out);
 }
 
 size_t pd_umem_sg_count(const pd_umem *um) { return um ? um->b.sg_count : 0; }
