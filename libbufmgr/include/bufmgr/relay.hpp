@@ -46,7 +46,8 @@ namespace bufmgr {
 // Threads: the thread that calls run() drives Source; a worker thread owned by the Relay drives
 // Sink. A run() of at most one small piece (kInlineMax, which a pipeline could not overlap
 // anyway) drives both on the calling thread, one after the other: no hand-off, so its latency
-// is the two links' own, without the thread wake-ups (tens of microseconds) of the pipeline. Hand-off through two Boost.Lockfree spsc_queues (ready: caller -> worker, free:
+// is the two links' own, without the thread wake-ups (tens of microseconds) of the pipeline.
+// Hand-off through two Boost.Lockfree spsc_queues (ready: caller -> worker, free:
 // worker -> caller); in each, the write and read indices sit on separate cache lines, each side
 // reads its own index relaxed and the other's with acquire and publishes its own with release
 // (boost/lockfree/spsc_queue.hpp). A thread with nothing to do sleeps on a Doorbell.
