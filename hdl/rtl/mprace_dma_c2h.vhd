@@ -17,6 +17,7 @@ use work.mprace_dma_pkg.all;
 
 entity mprace_dma_c2h is
   generic (
+    data_w_g : positive := 256;   -- datapath: 256 or 512 bits
     ring_log2_g : positive := 12
   );
   port (
@@ -28,22 +29,22 @@ entity mprace_dma_c2h is
     us_tick    : in  std_logic;                  -- one pulse per microsecond
     data_flush : in  std_logic;                  -- pulse: the source changed, drop its data
     -- source stream (dword lanes)
-    s_tdata    : in  std_logic_vector(DATA_W_c-1 downto 0);
-    s_tkeep    : in  std_logic_vector(LANES_c-1 downto 0);
+    s_tdata    : in  std_logic_vector(data_w_g-1 downto 0);
+    s_tkeep    : in  std_logic_vector(data_w_g/32-1 downto 0);
     s_tlast    : in  std_logic;
     s_tvalid   : in  std_logic;
     s_tready   : out std_logic;
     -- requests: data and records
-    wr_tdata   : out std_logic_vector(DATA_W_c-1 downto 0);
-    wr_tkeep   : out std_logic_vector(LANES_c-1 downto 0);
+    wr_tdata   : out std_logic_vector(data_w_g-1 downto 0);
+    wr_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
     wr_tuser   : out std_logic_vector(RQ_USER_W_c-1 downto 0);
     wr_tlast   : out std_logic;
     wr_tvalid  : out std_logic;
     wr_tready  : in  std_logic;
     wr_sent    : in  std_logic;
     -- requests: descriptor fetches
-    df_tdata   : out std_logic_vector(DATA_W_c-1 downto 0);
-    df_tkeep   : out std_logic_vector(LANES_c-1 downto 0);
+    df_tdata   : out std_logic_vector(data_w_g-1 downto 0);
+    df_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
     df_tuser   : out std_logic_vector(RQ_USER_W_c-1 downto 0);
     df_tlast   : out std_logic;
     df_tvalid  : out std_logic;
@@ -55,12 +56,16 @@ entity mprace_dma_c2h is
     cpl_tag    : in  unsigned(7 downto 0);
     cpl_err    : in  std_logic_vector(3 downto 0);
     cpl_done   : in  std_logic;
-    cpl_data   : in  std_logic_vector(DATA_W_c-1 downto 0);
-    cpl_keep   : in  std_logic_vector(LANES_c-1 downto 0)
+    cpl_data   : in  std_logic_vector(data_w_g-1 downto 0);
+    cpl_keep   : in  std_logic_vector(data_w_g/32-1 downto 0)
   );
 end entity mprace_dma_c2h;
 
 architecture rtl of mprace_dma_c2h is
+
+  constant DATA_W_c : natural := data_w_g;
+  constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
+  constant BYTES_c  : natural := data_w_g / 8;
 
   type two_process_r is record
     stopping   : std_logic;     -- took a STOP descriptor: take no more until RUN is cleared
@@ -192,7 +197,7 @@ begin
   end process;
 
   i_fetch : entity work.mprace_dma_desc_fetch
-    generic map (tag_g => FETCH_TAG_C2H_c)
+    generic map (data_w_g => data_w_g, tag_g => FETCH_TAG_C2H_c)
     port map (
       clk => clk, rst => rst, ctrl => ctrl, enable => fetch_en, mrrs_dw => link.mrrs_dw,
       rq_tdata => df_tdata, rq_tkeep => df_tkeep, rq_tuser => df_tuser, rq_tlast => df_tlast,
@@ -203,7 +208,7 @@ begin
       busy => fetch_busy, cpl_seen => fetch_seen);
 
   i_src : entity work.mprace_dma_c2h_src
-    generic map (ring_log2_g => ring_log2_g)
+    generic map (data_w_g => data_w_g, ring_log2_g => ring_log2_g)
     port map (
       clk => clk, rst => rst, flush => cleared,
       s_tdata => s_tdata, s_tkeep => s_tkeep, s_tlast => s_tlast, s_tvalid => src_tvalid,
@@ -213,13 +218,13 @@ begin
       eop_pop => eop_pop, progress => src_progress);
 
   i_ring : entity work.mprace_dword_ring
-    generic map (depth_log2_g => ring_log2_g)
+    generic map (data_w_g => data_w_g, depth_log2_g => ring_log2_g)
     port map (
       clk => clk, wr_en => ring_wr_en, wr_pos => ring_wr_pos, wr_data => ring_wr_data,
       rd_en => '1', rd_pos => ring_rd_pos, rd_data => ring_rd_data);
 
   i_wr : entity work.mprace_dma_wr
-    generic map (ring_log2_g => ring_log2_g)
+    generic map (data_w_g => data_w_g, ring_log2_g => ring_log2_g)
     port map (
       clk => clk, rst => rst, mps_dw => link.mps_dw,
       job_valid => job_valid, job_ready => job_ready, job => desc, job_rec_addr => job_rec_addr,

@@ -18,6 +18,7 @@ use work.mprace_dma_pkg.all;
 
 entity mprace_dma_c2h_src is
   generic (
+    data_w_g : positive := 256;   -- datapath: 256 or 512 bits
     ring_log2_g : positive := 12;
     eop_log2_g  : positive := 4
   );
@@ -25,15 +26,15 @@ entity mprace_dma_c2h_src is
     clk       : in  std_logic;
     rst       : in  std_logic;
     flush     : in  std_logic;
-    s_tdata   : in  std_logic_vector(DATA_W_c-1 downto 0);
-    s_tkeep   : in  std_logic_vector(LANES_c-1 downto 0);
+    s_tdata   : in  std_logic_vector(data_w_g-1 downto 0);
+    s_tkeep   : in  std_logic_vector(data_w_g/32-1 downto 0);
     s_tlast   : in  std_logic;
     s_tvalid  : in  std_logic;
     s_tready  : out std_logic;
     -- ring write port
-    wr_en     : out std_logic_vector(LANES_c-1 downto 0);
+    wr_en     : out std_logic_vector(data_w_g/32-1 downto 0);
     wr_pos    : out std_logic_vector(ring_log2_g-1 downto 0);
-    wr_data   : out std_logic_vector(DATA_W_c-1 downto 0);
+    wr_data   : out std_logic_vector(data_w_g-1 downto 0);
     -- to the write engine
     rd_pos    : in  pos_t;            -- positions below this one are free again
     wr_commit : out pos_t;            -- positions below this one hold data
@@ -45,6 +46,9 @@ entity mprace_dma_c2h_src is
 end entity mprace_dma_c2h_src;
 
 architecture rtl of mprace_dma_c2h_src is
+
+  constant DATA_W_c : natural := data_w_g;
+  constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
 
   type two_process_r is record
     wr_pos    : pos_t;

@@ -11,13 +11,16 @@ library work;
 use work.mprace_dma_pkg.all;
 
 entity mprace_dma_checker is
+  generic (
+    data_w_g : positive := 256    -- datapath: 256 or 512 bits
+  );
   port (
     clk      : in  std_logic;
     rst      : in  std_logic;
     seed     : in  std_logic_vector(31 downto 0);
     seed_wr  : in  std_logic;
-    s_tdata  : in  std_logic_vector(DATA_W_c-1 downto 0);
-    s_tkeep  : in  std_logic_vector(LANES_c-1 downto 0);
+    s_tdata  : in  std_logic_vector(data_w_g-1 downto 0);
+    s_tkeep  : in  std_logic_vector(data_w_g/32-1 downto 0);
     s_tvalid : in  std_logic;
     s_tready : out std_logic;
     errors   : out std_logic_vector(31 downto 0);
@@ -26,6 +29,9 @@ entity mprace_dma_checker is
 end entity mprace_dma_checker;
 
 architecture rtl of mprace_dma_checker is
+
+  constant DATA_W_c : natural := data_w_g;
+  constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
 
   type two_process_r is record
     valid    : std_logic;

@@ -6,8 +6,10 @@
 --     FETCH_MAX_DESC_c descriptors, stops at the end of the ring and at 4 KiB boundaries, never
 --     exceeds MRRS, and only asks for descriptors it has room for in its queue.
 --   * Completions carry whole descriptors (they are split only at RCB boundaries, multiples of
---     the 32-byte descriptor size), so descriptor k of a completion is lanes 3..7 of its beat k
---     and lanes 0..2 of beat k+1.
+--     the 32-byte descriptor size) after the 3-dword completion descriptor, so every descriptor
+--     ends in a lane 8m+2 of a beat: at 256 bits one per beat (lanes 3..7 and 0..2 of the next),
+--     at 512 bits up to two. Those beyond the first wait in a small queue in front of the FIFO
+--     (the FIFO takes one per clock), and the next fetch waits until it is empty.
 --   * Each descriptor is checked in the order of the spec: reserved bits (DESC_RESERVED), length
 --     (DESC_LENGTH), alignment (DESC_ALIGN). A failed fetch (UR/CA/poisoned: BUS_ERROR, the
 --     core's completion timeout: TIMEOUT) queues that error in place of the descriptors.
@@ -27,6 +29,7 @@ use work.mprace_dma_pkg.all;
 
 entity mprace_dma_desc_fetch is
   generic (
+    data_w_g : positive := 256;   -- datapath: 256 or 512 bits
     tag_g        : natural := 0;
     fifo_log2_g  : positive := 4
   );
@@ -37,8 +40,8 @@ entity mprace_dma_desc_fetch is
     enable    : in  std_logic;
     mrrs_dw   : in  unsigned(10 downto 0);
     -- read request (one RQ packet)
-    rq_tdata  : out std_logic_vector(DATA_W_c-1 downto 0);
-    rq_tkeep  : out std_logic_vector(LANES_c-1 downto 0);
+    rq_tdata  : out std_logic_vector(data_w_g-1 downto 0);
+    rq_tkeep  : out std_logic_vector(data_w_g/32-1 downto 0);
     rq_tuser  : out std_logic_vector(RQ_USER_W_c-1 downto 0);
     rq_tlast  : out std_logic;
     rq_tvalid : out std_logic;
@@ -50,8 +53,8 @@ entity mprace_dma_desc_fetch is
     cpl_tag    : in  unsigned(7 downto 0);
     cpl_err    : in  std_logic_vector(3 downto 0);
     cpl_done   : in  std_logic;
-    cpl_data   : in  std_logic_vector(DATA_W_c-1 downto 0);
-    cpl_keep   : in  std_logic_vector(LANES_c-1 downto 0);
+    cpl_data   : in  std_logic_vector(data_w_g-1 downto 0);
+    cpl_keep   : in  std_logic_vector(data_w_g/32-1 downto 0);
     -- descriptor queue
     desc_valid : out std_logic;
     desc_ready : in  std_logic;
@@ -64,6 +67,11 @@ end entity mprace_dma_desc_fetch;
 
 architecture rtl of mprace_dma_desc_fetch is
 
+  constant DATA_W_c : natural := data_w_g;
+  constant LANES_c  : natural := data_w_g / 32;
+  constant PER_BEAT_c : natural := LANES_c / 8;          -- descriptors ending in one beat
+  constant PEND_c     : natural := (PER_BEAT_c - 1) * FETCH_MAX_DESC_c + 1;
+
   constant DEPTH_c      : natural := 2**fifo_log2_g;
   constant DESC_LOG2_c  : natural := log2ceil(DESC_SIZE_c);
   constant PAGE_LOG2_c  : natural := log2ceil(PAGE_SIZE_c);
@@ -71,6 +79,8 @@ architecture rtl of mprace_dma_desc_fetch is
                                       DESC_CTRL_STOP_LSB_c => '1', others => '0');
 
   type asm_t is array (0 to 4) of dword_t;
+  type win_t is array (0 to LANES_c+4) of dword_t;     -- last beat's 5 dwords, then this one
+  type entries_t is array (natural range <>) of desc_entry_r;
 
   type two_process_r is record
     fptr        : unsigned(31 downto 0);   -- next descriptor to fetch
@@ -83,6 +93,8 @@ architecture rtl of mprace_dma_desc_fetch is
     req_dw      : unsigned(10 downto 0);
     want        : unsigned(4 downto 0);    -- descriptors still expected from the fetch
     asm         : asm_t;
+    pend        : entries_t(0 to PEND_c-1);  -- taken from completions, not yet in the FIFO
+    pn          : natural range 0 to PEND_c;
     push        : std_logic;
     entry       : desc_entry_r;
     seen        : std_logic;
@@ -90,10 +102,13 @@ architecture rtl of mprace_dma_desc_fetch is
   constant ENTRY_INIT_c : desc_entry_r := (addr => (others => '0'), len => (others => '0'),
     irq => '0', eop => '0', stop => '0', slot => (others => '0'), err => (others => '0'),
     rec => '0');
+  type fresh_t is array (0 to PER_BEAT_c-1) of desc_entry_r;
+  type cand_t is array (0 to PEND_c + PER_BEAT_c - 1) of desc_entry_r;
   constant R_INIT_c : two_process_r := (
     fptr => (others => '0'), synced => '0', stopped => '0', outstanding => '0',
     discard => '0', req_valid => '0', req_addr => (others => '0'), req_dw => (others => '0'),
-    want => (others => '0'), asm => (others => (others => '0')), push => '0',
+    want => (others => '0'), asm => (others => (others => '0')),
+    pend => (others => ENTRY_INIT_c), pn => 0, push => '0',
     entry => ENTRY_INIT_c, seen => '0');
 
   signal r, r_next  : two_process_r := R_INIT_c;
@@ -134,8 +149,14 @@ begin
     variable addr     : unsigned(63 downto 0);
     variable n        : unsigned(31 downto 0);
     variable room     : unsigned(31 downto 0);
-    variable d        : asm_t;
-    variable d5, d6, d7 : dword_t;
+    variable w        : win_t;
+    variable d0       : natural;
+    variable fresh    : fresh_t;
+    variable nfresh   : natural range 0 to PER_BEAT_c;
+    variable cand     : cand_t;
+    variable total    : natural range 0 to PEND_c + PER_BEAT_c;
+    variable want     : unsigned(4 downto 0);
+    variable e        : desc_entry_r;
   begin
     v := r;
     v.push := '0';
@@ -167,7 +188,7 @@ begin
     n := umin(n, room);
 
     if enable = '1' and r.synced = '1' and r.stopped = '0' and r.outstanding = '0' and
-       r.fptr /= unsigned(ctrl.tail) and room /= 0 then
+       r.pn = 0 and r.fptr /= unsigned(ctrl.tail) and room /= 0 then
       if not ring_ok then
         v.push    := '1';
         v.entry   := ENTRY_INIT_c;
@@ -185,47 +206,76 @@ begin
     end if;
 
     -------------------------------------------------------------------- completions
+    nfresh := 0;
+    fresh  := (others => ENTRY_INIT_c);
+    want   := v.want;              -- set by a request issued now, if any
     if cpl_valid = '1' and cpl_tag = tag_g and r.outstanding = '1' then
       v.seen := '1';
       if cpl_sop = '1' and cpl_err /= RC_ERR_NONE_c then
         if r.discard = '0' and r.stopped = '0' then
-          v.push := '1';
-          v.entry := ENTRY_INIT_c;
+          e := ENTRY_INIT_c;
           if cpl_err = RC_ERR_TIMEOUT_c then
-            v.entry.err := code(ERR_TIMEOUT_c);
+            e.err := code(ERR_TIMEOUT_c);
           else
-            v.entry.err := code(ERR_BUS_ERROR_c);
+            e.err := code(ERR_BUS_ERROR_c);
           end if;
+          fresh(0)  := e;
+          nfresh    := 1;
           v.stopped := '1';
         end if;
       elsif cpl_err = RC_ERR_NONE_c then
         for k in 0 to 4 loop
-          d(k) := r.asm(k);
-          v.asm(k) := dw(cpl_data, k + 3);
+          w(k) := r.asm(k);
+          v.asm(k) := dw(cpl_data, LANES_c - 5 + k);
         end loop;
-        d5 := dw(cpl_data, 0);
-        d6 := dw(cpl_data, 1);
-        d7 := dw(cpl_data, 2);
-        if cpl_sop = '0' and cpl_keep(2) = '1' and r.want /= 0 then
-          v.want := r.want - 1;
-          if r.discard = '0' and r.stopped = '0' then
-            v.push       := '1';
-            v.entry.addr := d(1) & d(0);
-            v.entry.len  := unsigned(d(2)(DESC_LEN_BYTES_WIDTH_c-1 downto 0));
-            v.entry.irq  := d(3)(DESC_CTRL_IRQ_LSB_c);
-            v.entry.eop  := d(3)(DESC_CTRL_EOP_LSB_c);
-            v.entry.stop := d(3)(DESC_CTRL_STOP_LSB_c);
-            v.entry.slot := resize(r.fptr and (size - 1), SLOT_W_c);
-            v.entry.err  := check(d(0), d(1), d(2), d(3));
-            v.entry.rec  := '1';
-            v.fptr       := r.fptr + 1;
+        for k in 0 to LANES_c-1 loop
+          w(k + 5) := dw(cpl_data, k);
+        end loop;
+        for m in 0 to PER_BEAT_c-1 loop
+          d0 := 8 * m;                     -- the descriptor ending in lane 8m+2 is w(d0..d0+7)
+          if cpl_keep(d0 + 2) = '1' and want /= 0 then
+            want := want - 1;
+            if r.discard = '0' and r.stopped = '0' then
+              e.addr := w(d0+1) & w(d0);
+              e.len  := unsigned(w(d0+2)(DESC_LEN_BYTES_WIDTH_c-1 downto 0));
+              e.irq  := w(d0+3)(DESC_CTRL_IRQ_LSB_c);
+              e.eop  := w(d0+3)(DESC_CTRL_EOP_LSB_c);
+              e.stop := w(d0+3)(DESC_CTRL_STOP_LSB_c);
+              e.slot := resize(v.fptr and (size - 1), SLOT_W_c);
+              e.err  := check(w(d0), w(d0+1), w(d0+2), w(d0+3));
+              e.rec  := '1';
+              v.fptr := v.fptr + 1;
+              fresh(nfresh) := e;
+              nfresh := nfresh + 1;
+            end if;
           end if;
-        end if;
+        end loop;
       end if;
       if cpl_eop = '1' and cpl_done = '1' then
         v.outstanding := '0';
         v.discard     := '0';
       end if;
+    end if;
+    v.want := want;
+
+    -- into the FIFO in order: what waits first, then what arrived now
+    for i in cand'range loop
+      if i < r.pn then
+        cand(i) := r.pend(i);
+      elsif i - r.pn < PER_BEAT_c then
+        cand(i) := fresh(i - r.pn);
+      else
+        cand(i) := ENTRY_INIT_c;
+      end if;
+    end loop;
+    total := r.pn + nfresh;
+    if total /= 0 then
+      v.push  := '1';
+      v.entry := cand(0);
+      for i in 0 to PEND_c-1 loop
+        v.pend(i) := cand(i + 1);
+      end loop;
+      v.pn := total - 1;
     end if;
 
     -------------------------------------------------------------------- enable / restart
@@ -233,6 +283,7 @@ begin
       v.synced  := '0';
       v.stopped := '0';
       v.push    := '0';
+      v.pn      := 0;
       if v.outstanding = '1' then
         v.discard := '1';
       end if;
@@ -259,12 +310,12 @@ begin
 
   rq_tdata  <= (DATA_W_c-1 downto 128 => '0') &
                rq_desc(r.req_addr, r.req_dw, REQ_MEM_READ_c, tag_g);
-  rq_tkeep  <= "00001111";
+  rq_tkeep  <= ones(4, LANES_c);
   rq_tuser  <= rq_user(r.req_dw);
   rq_tlast  <= '1';
   rq_tvalid <= r.req_valid;
 
-  busy     <= r.outstanding;
+  busy     <= '1' when r.outstanding = '1' or r.pn /= 0 else '0';
   cpl_seen <= r.seen;
 
   p_seq : process(clk)
@@ -280,6 +331,7 @@ begin
         r.req_valid   <= '0';
         r.push        <= '0';
         r.want        <= (others => '0');
+        r.pn          <= 0;
       end if;
     end if;
   end process;

@@ -23,6 +23,7 @@ use work.mprace_dma_pkg.all;
 
 entity mprace_dma_h2c is
   generic (
+    data_w_g : positive := 256;   -- datapath: 256 or 512 bits
     ring_log2_g   : positive := 12;
     hdr_budget_g  : positive := 54;
     data_budget_g : positive := 972
@@ -35,29 +36,29 @@ entity mprace_dma_h2c is
     link       : in  link_cfg_r;
     us_tick    : in  std_logic;
     -- sink stream (dword lanes)
-    m_tdata    : out std_logic_vector(DATA_W_c-1 downto 0);
-    m_tkeep    : out std_logic_vector(LANES_c-1 downto 0);
+    m_tdata    : out std_logic_vector(data_w_g-1 downto 0);
+    m_tkeep    : out std_logic_vector(data_w_g/32-1 downto 0);
     m_tlast    : out std_logic;
     m_tvalid   : out std_logic;
     m_tready   : in  std_logic;
     -- requests: data reads
-    rd_tdata   : out std_logic_vector(DATA_W_c-1 downto 0);
-    rd_tkeep   : out std_logic_vector(LANES_c-1 downto 0);
+    rd_tdata   : out std_logic_vector(data_w_g-1 downto 0);
+    rd_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
     rd_tuser   : out std_logic_vector(RQ_USER_W_c-1 downto 0);
     rd_tlast   : out std_logic;
     rd_tvalid  : out std_logic;
     rd_tready  : in  std_logic;
     -- requests: completion records
-    wb_tdata   : out std_logic_vector(DATA_W_c-1 downto 0);
-    wb_tkeep   : out std_logic_vector(LANES_c-1 downto 0);
+    wb_tdata   : out std_logic_vector(data_w_g-1 downto 0);
+    wb_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
     wb_tuser   : out std_logic_vector(RQ_USER_W_c-1 downto 0);
     wb_tlast   : out std_logic;
     wb_tvalid  : out std_logic;
     wb_tready  : in  std_logic;
     wb_sent    : in  std_logic;
     -- requests: descriptor fetches
-    df_tdata   : out std_logic_vector(DATA_W_c-1 downto 0);
-    df_tkeep   : out std_logic_vector(LANES_c-1 downto 0);
+    df_tdata   : out std_logic_vector(data_w_g-1 downto 0);
+    df_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
     df_tuser   : out std_logic_vector(RQ_USER_W_c-1 downto 0);
     df_tlast   : out std_logic;
     df_tvalid  : out std_logic;
@@ -70,12 +71,16 @@ entity mprace_dma_h2c is
     cpl_err    : in  std_logic_vector(3 downto 0);
     cpl_done   : in  std_logic;
     cpl_bytes  : in  unsigned(12 downto 0);
-    cpl_data   : in  std_logic_vector(DATA_W_c-1 downto 0);
-    cpl_keep   : in  std_logic_vector(LANES_c-1 downto 0)
+    cpl_data   : in  std_logic_vector(data_w_g-1 downto 0);
+    cpl_keep   : in  std_logic_vector(data_w_g/32-1 downto 0)
   );
 end entity mprace_dma_h2c;
 
 architecture rtl of mprace_dma_h2c is
+
+  constant DATA_W_c : natural := data_w_g;
+  constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
+  constant BYTES_c  : natural := data_w_g / 8;
 
   type ostate_t is (Idle_s, Stream_s, Drain_s, Rec_s, Sent_s);
 
@@ -312,7 +317,7 @@ begin
           v.discard := '1';                    -- forget the reads behind it
         elsif credit and rd_ready_pos - r.o_pos >= cnt then
           v.s2_valid := '1';
-          v.s2_keep  := ones(to_integer(cnt));
+          v.s2_keep  := ones(to_integer(cnt), LANES_c);
           v.o_pos    := r.o_pos + cnt;
           v.o_bytes  := r.o_bytes + shift_left(resize(cnt, DESC_LEN_BYTES_WIDTH_c), 2);
           v.s2_last  := '0';
@@ -389,7 +394,7 @@ begin
   end process;
 
   i_fetch : entity work.mprace_dma_desc_fetch
-    generic map (tag_g => FETCH_TAG_H2C_c)
+    generic map (data_w_g => data_w_g, tag_g => FETCH_TAG_H2C_c)
     port map (
       clk => clk, rst => rst, ctrl => ctrl, enable => fetch_en, mrrs_dw => link.mrrs_dw,
       rq_tdata => df_tdata, rq_tkeep => df_tkeep, rq_tuser => df_tuser, rq_tlast => df_tlast,
@@ -407,7 +412,7 @@ begin
       out_valid => q_valid, out_ready => r.o_pop, out_data => q_data, level => open);
 
   i_rd : entity work.mprace_dma_rd
-    generic map (ring_log2_g => ring_log2_g, hdr_budget_g => hdr_budget_g,
+    generic map (data_w_g => data_w_g, ring_log2_g => ring_log2_g, hdr_budget_g => hdr_budget_g,
                  data_budget_g => data_budget_g)
     port map (
       clk => clk, rst => rst, link => link,
@@ -424,7 +429,7 @@ begin
       idle => rd_idle);
 
   i_ring : entity work.mprace_dword_ring
-    generic map (depth_log2_g => ring_log2_g)
+    generic map (data_w_g => data_w_g, depth_log2_g => ring_log2_g)
     port map (
       clk => clk, wr_en => ring_wr_en, wr_pos => ring_wr_pos, wr_data => ring_wr_data,
       rd_en => '1', rd_pos => std_logic_vector(r.o_pos(ring_log2_g-1 downto 0)),
@@ -448,7 +453,7 @@ begin
   m_tvalid <= o_valid;
 
   wb_tdata  <= (DATA_W_c-1 downto 192 => '0') & r.wb_data & r.wb_hdr;
-  wb_tkeep  <= "00111111";
+  wb_tkeep  <= ones(6, LANES_c);
   wb_tuser  <= rq_user(to_unsigned(2, 11));
   wb_tlast  <= '1';
   wb_tvalid <= r.wb_valid;

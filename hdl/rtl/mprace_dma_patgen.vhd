@@ -13,6 +13,7 @@ use work.mprace_dma_pkg.all;
 
 entity mprace_dma_patgen is
   generic (
+    data_w_g : positive := 256;   -- datapath: 256 or 512 bits
     clk_mhz_g : positive := 250
   );
   port (
@@ -21,13 +22,17 @@ entity mprace_dma_patgen is
     seed     : in  std_logic_vector(31 downto 0);
     seed_wr  : in  std_logic;
     rate     : in  std_logic_vector(31 downto 0);
-    m_tdata  : out std_logic_vector(DATA_W_c-1 downto 0);
+    m_tdata  : out std_logic_vector(data_w_g-1 downto 0);
     m_tvalid : out std_logic;
     m_tready : in  std_logic
   );
 end entity mprace_dma_patgen;
 
 architecture rtl of mprace_dma_patgen is
+
+  constant DATA_W_c : natural := data_w_g;
+  constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
+  constant BYTES_c  : natural := data_w_g / 8;
 
   -- a token is 1/clk_mhz_g byte: `rate` tokens per clock are `rate` MB/s
   constant COST_c : natural := BYTES_c * clk_mhz_g;

@@ -14,18 +14,21 @@ use work.engine_spec_pkg.all;
 package mprace_dma_pkg is
 
   ---------------------------------------------------------------------------------------------
-  -- Datapath: 256 bit = 8 dwords per beat (Gen3 x8 at 250 MHz). The engine is written for this
-  -- width only; the top rejects anything else at elaboration.
+  -- Datapath: the entities take its width as the generic data_w_g, 256 bits (8 dwords per beat:
+  -- 7-series Gen3 / UltraScale, PG023 / PG156, Gen3 x8) or 512 bits (16 dwords per beat:
+  -- UltraScale+, PG213, Gen3 x16 / Gen4 x8), both at 250 MHz. Inside, the request streams carry
+  -- the 256-bit interface's RQ sideband (RQ_USER_W_c); the adapters at the top convert.
   ---------------------------------------------------------------------------------------------
-  constant DATA_W_c   : natural := 256;
-  constant LANES_c    : natural := DATA_W_c / 32;   -- dword lanes per beat
-  constant BYTES_c    : natural := DATA_W_c / 8;    -- bytes per beat (CAPS.DATAPATH_BYTES)
+  -- sideband widths of the core's interfaces at a datapath width (PG156 at 256, PG213 at 512)
+  function cq_user_w(data_w : positive) return positive;
+  function cc_user_w(data_w : positive) return positive;
+  function rq_user_w(data_w : positive) return positive;
+  function rc_user_w(data_w : positive) return positive;
+  -- cfg_max_payload: 3 bits on the Gen3 cores, 2 on UltraScale+
+  function cfg_mps_w(data_w : positive) return positive;
 
-  -- sideband widths of the 256-bit UltraScale / 7-series Gen3 interfaces (PG156 / PG023)
-  constant CQ_USER_W_c : natural := 85;
-  constant CC_USER_W_c : natural := 33;
+  -- the engine's internal RQ sideband: the 256-bit interface's layout
   constant RQ_USER_W_c : natural := 60;
-  constant RC_USER_W_c : natural := 75;
 
   -- requester request types (RQ descriptor dword 2, bits 14:11) and completion status
   constant REQ_MEM_READ_c  : std_logic_vector(3 downto 0) := "0000";
@@ -55,8 +58,6 @@ package mprace_dma_pkg is
   constant FETCH_MAX_DESC_c : natural := 8;   -- descriptors per fetch request (256 bytes)
 
   subtype dword_t  is std_logic_vector(31 downto 0);
-  subtype beat_t   is std_logic_vector(DATA_W_c-1 downto 0);
-  subtype lanes_t  is std_logic_vector(LANES_c-1 downto 0);
   subtype code_t   is std_logic_vector(7 downto 0);
   subtype pos_t    is unsigned(31 downto 0);     -- free-running dword position in a ring
   subtype len_t    is unsigned(DESC_LEN_BYTES_WIDTH_c-1 downto 0);   -- descriptor LEN.BYTES
@@ -126,7 +127,7 @@ package mprace_dma_pkg is
   ---------------------------------------------------------------------------------------------
   function log2ceil(n : positive) return natural;
   function dw(b : std_logic_vector; i : natural) return dword_t;   -- dword i of a beat
-  function ones(n : natural) return lanes_t;                       -- n low lanes set
+  function ones(n : natural; width : natural) return std_logic_vector;   -- n low bits of width set
   function count_ones(s : std_logic_vector) return natural;
   function code(n : natural) return code_t;                        -- error code as a byte
 
@@ -164,6 +165,31 @@ package body mprace_dma_pkg is
     return d;
   end function;
 
+  function cq_user_w(data_w : positive) return positive is
+  begin
+    if data_w = 512 then return 183; else return 85; end if;
+  end function;
+
+  function cc_user_w(data_w : positive) return positive is
+  begin
+    if data_w = 512 then return 81; else return 33; end if;
+  end function;
+
+  function rq_user_w(data_w : positive) return positive is
+  begin
+    if data_w = 512 then return 137; else return 60; end if;
+  end function;
+
+  function rc_user_w(data_w : positive) return positive is
+  begin
+    if data_w = 512 then return 161; else return 75; end if;
+  end function;
+
+  function cfg_mps_w(data_w : positive) return positive is
+  begin
+    if data_w = 512 then return 2; else return 3; end if;
+  end function;
+
   function log2ceil(n : positive) return natural is
     variable r : natural := 0;
   begin
@@ -179,10 +205,10 @@ package body mprace_dma_pkg is
     return t(32*i+31 downto 32*i);
   end function;
 
-  function ones(n : natural) return lanes_t is
-    variable r : lanes_t := (others => '0');
+  function ones(n : natural; width : natural) return std_logic_vector is
+    variable r : std_logic_vector(width-1 downto 0) := (others => '0');
   begin
-    for i in 0 to LANES_c-1 loop
+    for i in 0 to width-1 loop
       if i < n then
         r(i) := '1';
       end if;

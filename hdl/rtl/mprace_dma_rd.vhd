@@ -26,6 +26,7 @@ use work.mprace_dma_pkg.all;
 
 entity mprace_dma_rd is
   generic (
+    data_w_g : positive := 256;   -- datapath: 256 or 512 bits
     ring_log2_g   : positive := 12;
     tag_first_g   : natural  := FIRST_DATA_TAG_c;
     tag_count_g   : positive := TAG_COUNT_c - FIRST_DATA_TAG_c;
@@ -45,8 +46,8 @@ entity mprace_dma_rd is
     space_base : in  pos_t;
     discard    : in  std_logic;
     -- read requests
-    rq_tdata   : out std_logic_vector(DATA_W_c-1 downto 0);
-    rq_tkeep   : out std_logic_vector(LANES_c-1 downto 0);
+    rq_tdata   : out std_logic_vector(data_w_g-1 downto 0);
+    rq_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
     rq_tuser   : out std_logic_vector(RQ_USER_W_c-1 downto 0);
     rq_tlast   : out std_logic;
     rq_tvalid  : out std_logic;
@@ -59,12 +60,12 @@ entity mprace_dma_rd is
     cpl_err    : in  std_logic_vector(3 downto 0);
     cpl_done   : in  std_logic;
     cpl_bytes  : in  unsigned(12 downto 0);
-    cpl_data   : in  std_logic_vector(DATA_W_c-1 downto 0);
-    cpl_keep   : in  std_logic_vector(LANES_c-1 downto 0);
+    cpl_data   : in  std_logic_vector(data_w_g-1 downto 0);
+    cpl_keep   : in  std_logic_vector(data_w_g/32-1 downto 0);
     -- ring write port
-    ring_wr_en   : out std_logic_vector(LANES_c-1 downto 0);
+    ring_wr_en   : out std_logic_vector(data_w_g/32-1 downto 0);
     ring_wr_pos  : out std_logic_vector(ring_log2_g-1 downto 0);
-    ring_wr_data : out std_logic_vector(DATA_W_c-1 downto 0);
+    ring_wr_data : out std_logic_vector(data_w_g-1 downto 0);
     -- results
     ready_pos  : out pos_t;          -- every position below holds its data
     err_valid  : out std_logic;      -- the request at err_pos failed
@@ -78,6 +79,9 @@ entity mprace_dma_rd is
 end entity mprace_dma_rd;
 
 architecture rtl of mprace_dma_rd is
+
+  constant DATA_W_c : natural := data_w_g;
+  constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
 
   constant TAG_W_c : natural := log2ceil(tag_count_g);
 
@@ -360,7 +364,7 @@ begin
 
   rq_tdata  <= (DATA_W_c-1 downto 128 => '0') &
                rq_desc(r.req_addr, r.req_dw, REQ_MEM_READ_c, r.req_tag);
-  rq_tkeep  <= "00001111";
+  rq_tkeep  <= ones(4, LANES_c);
   rq_tuser  <= rq_user(r.req_dw);
   rq_tlast  <= '1';
   rq_tvalid <= r.req_valid;

@@ -15,6 +15,7 @@ use work.mprace_dma_pkg.all;
 
 entity mprace_dma_regs is
   generic (
+    data_w_g : positive := 256;   -- datapath: 256 or 512 bits
     clk_mhz_g : positive := 250
   );
   port (
@@ -53,6 +54,8 @@ entity mprace_dma_regs is
 end entity mprace_dma_regs;
 
 architecture rtl of mprace_dma_regs is
+
+  constant BYTES_c  : natural := data_w_g / 8;
 
   constant CH_WINDOW_c : natural := CH_H2C_BASE_c - CH_C2H_BASE_c;   -- bytes per channel
   constant IRQ_DONE_BIT_c : integer_vector(0 to 1) := (IRQ_C2H_DONE_BIT_c, IRQ_H2C_DONE_BIT_c);

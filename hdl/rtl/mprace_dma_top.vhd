@@ -1,7 +1,9 @@
 -- mprace_dma_top: the MPRACE scatter-gather DMA engine, attached to the AXI4-Stream interfaces of
--- the Xilinx 7-series Gen3 / UltraScale PCIe block (256 bit, DWORD-aligned, no straddling,
--- client tags, 250 MHz for Gen3 x8). All ports are flat std_logic(_vector)s; the core's
--- interfaces keep Xilinx's names.
+-- the Xilinx PCIe blocks (DWORD-aligned, no straddling, client tags, 250 MHz): data_w_g = 256 for
+-- the 7-series Gen3 / UltraScale block (PG023 / PG156, Gen3 x8), 512 for the UltraScale+ block
+-- (PG213, Gen3 x16 / Gen4 x8). The width sets the ports' widths, the sideband layouts (tuser
+-- widths from mprace_dma_pkg) and CAPS.DATAPATH_BYTES. All ports are flat std_logic(_vector)s;
+-- the core's interfaces keep Xilinx's names.
 --   BAR0 registers  : s_axis_cq_* / m_axis_cc_*         (mprace_pcie_us_cq_cc, mprace_dma_regs)
 --   bus mastering   : m_axis_rq_* / s_axis_rc_*         (fetchers, write and read engines)
 --   interrupts      : cfg_interrupt_* (MSI, INTx)       (mprace_dma_irq)
@@ -22,6 +24,7 @@ use work.mprace_dma_pkg.all;
 
 entity mprace_dma_top is
   generic (
+    data_w_g        : positive := 256;    -- datapath and interface width: 256 or 512
     clk_mhz_g       : positive := 250;    -- user_clk frequency (CLOCK_MHZ, TIMEOUT_US)
     c2h_ring_log2_g : positive := 12;     -- C2H data ring: 2**n dwords (loopback FIFO)
     h2c_ring_log2_g : positive := 12;     -- H2C reassembly ring: 2**n dwords
@@ -32,36 +35,36 @@ entity mprace_dma_top is
     user_clk   : in  std_logic;
     user_reset : in  std_logic;
     -- completer request
-    s_axis_cq_tdata  : in  std_logic_vector(255 downto 0);
-    s_axis_cq_tkeep  : in  std_logic_vector(7 downto 0);
-    s_axis_cq_tuser  : in  std_logic_vector(84 downto 0);
+    s_axis_cq_tdata  : in  std_logic_vector(data_w_g-1 downto 0);
+    s_axis_cq_tkeep  : in  std_logic_vector(data_w_g/32-1 downto 0);
+    s_axis_cq_tuser  : in  std_logic_vector(cq_user_w(data_w_g)-1 downto 0);
     s_axis_cq_tlast  : in  std_logic;
     s_axis_cq_tvalid : in  std_logic;
     s_axis_cq_tready : out std_logic := '0';
     pcie_cq_np_req   : out std_logic := '0';
     -- completer completion
-    m_axis_cc_tdata  : out std_logic_vector(255 downto 0) := (others => '0');
-    m_axis_cc_tkeep  : out std_logic_vector(7 downto 0) := (others => '0');
-    m_axis_cc_tuser  : out std_logic_vector(32 downto 0) := (others => '0');
+    m_axis_cc_tdata  : out std_logic_vector(data_w_g-1 downto 0) := (others => '0');
+    m_axis_cc_tkeep  : out std_logic_vector(data_w_g/32-1 downto 0) := (others => '0');
+    m_axis_cc_tuser  : out std_logic_vector(cc_user_w(data_w_g)-1 downto 0) := (others => '0');
     m_axis_cc_tlast  : out std_logic := '0';
     m_axis_cc_tvalid : out std_logic := '0';
     m_axis_cc_tready : in  std_logic;
     -- requester request
-    m_axis_rq_tdata  : out std_logic_vector(255 downto 0) := (others => '0');
-    m_axis_rq_tkeep  : out std_logic_vector(7 downto 0) := (others => '0');
-    m_axis_rq_tuser  : out std_logic_vector(59 downto 0) := (others => '0');
+    m_axis_rq_tdata  : out std_logic_vector(data_w_g-1 downto 0) := (others => '0');
+    m_axis_rq_tkeep  : out std_logic_vector(data_w_g/32-1 downto 0) := (others => '0');
+    m_axis_rq_tuser  : out std_logic_vector(rq_user_w(data_w_g)-1 downto 0) := (others => '0');
     m_axis_rq_tlast  : out std_logic := '0';
     m_axis_rq_tvalid : out std_logic := '0';
     m_axis_rq_tready : in  std_logic;
     -- requester completion
-    s_axis_rc_tdata  : in  std_logic_vector(255 downto 0);
-    s_axis_rc_tkeep  : in  std_logic_vector(7 downto 0);
-    s_axis_rc_tuser  : in  std_logic_vector(74 downto 0);
+    s_axis_rc_tdata  : in  std_logic_vector(data_w_g-1 downto 0);
+    s_axis_rc_tkeep  : in  std_logic_vector(data_w_g/32-1 downto 0);
+    s_axis_rc_tuser  : in  std_logic_vector(rc_user_w(data_w_g)-1 downto 0);
     s_axis_rc_tlast  : in  std_logic;
     s_axis_rc_tvalid : in  std_logic;
     s_axis_rc_tready : out std_logic := '0';
     -- configuration status
-    cfg_max_payload  : in  std_logic_vector(2 downto 0);
+    cfg_max_payload  : in  std_logic_vector(cfg_mps_w(data_w_g)-1 downto 0);
     cfg_max_read_req : in  std_logic_vector(2 downto 0);
     cfg_rcb_status   : in  std_logic_vector(3 downto 0);
     -- configuration interrupt controller
@@ -85,14 +88,14 @@ entity mprace_dma_top is
     cfg_interrupt_msi_tph_st_tag                  : out std_logic_vector(8 downto 0) := (others => '0');
     cfg_interrupt_msi_function_number             : out std_logic_vector(3 downto 0) := (others => '0');
     -- user C2H stream (card to host)
-    s_axis_c2h_tdata  : in  std_logic_vector(255 downto 0);
-    s_axis_c2h_tkeep  : in  std_logic_vector(31 downto 0);
+    s_axis_c2h_tdata  : in  std_logic_vector(data_w_g-1 downto 0);
+    s_axis_c2h_tkeep  : in  std_logic_vector(data_w_g/8-1 downto 0);
     s_axis_c2h_tlast  : in  std_logic;
     s_axis_c2h_tvalid : in  std_logic;
     s_axis_c2h_tready : out std_logic := '0';
     -- user H2C stream (host to card)
-    m_axis_h2c_tdata  : out std_logic_vector(255 downto 0) := (others => '0');
-    m_axis_h2c_tkeep  : out std_logic_vector(31 downto 0) := (others => '0');
+    m_axis_h2c_tdata  : out std_logic_vector(data_w_g-1 downto 0) := (others => '0');
+    m_axis_h2c_tkeep  : out std_logic_vector(data_w_g/8-1 downto 0) := (others => '0');
     m_axis_h2c_tlast  : out std_logic := '0';
     m_axis_h2c_tvalid : out std_logic := '0';
     m_axis_h2c_tready : in  std_logic
@@ -100,6 +103,9 @@ entity mprace_dma_top is
 end entity mprace_dma_top;
 
 architecture rtl of mprace_dma_top is
+
+  constant DATA_W_c : natural := data_w_g;
+  constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
 
   -- the fetchers' share of the core's completion buffer: one fetch each of up to
   -- FETCH_MAX_DESC_c descriptors (32-byte aligned, so at most one extra completion)
@@ -130,6 +136,7 @@ architecture rtl of mprace_dma_top is
   signal chan_ctrl      : chan_ctrl_arr_t;
   signal chan_stat      : chan_stat_arr_t;
   signal link           : link_cfg_r;
+  signal cfg_mps        : std_logic_vector(2 downto 0);
   signal mps_code       : std_logic_vector(2 downto 0);
   signal mrrs_code      : std_logic_vector(2 downto 0);
   signal msi_vectors    : std_logic_vector(3 downto 0);
@@ -190,8 +197,8 @@ architecture rtl of mprace_dma_top is
 
 begin
 
-  assert DATA_W_c = 256
-    report "mprace_dma_top: the engine is written for the 256-bit interface (Gen3 x8)"
+  assert data_w_g = 256 or data_w_g = 512
+    report "mprace_dma_top: data_w_g is 256 (7-series / UltraScale) or 512 (UltraScale+)"
     severity failure;
   assert 2**SLOT_W_c = RING_MAX_ENTRIES_c and DESC_RESULT_STATUS_c = DESC_RESULT_BYTES_c + 4
     report "mprace_dma_top: engine_spec_pkg does not match the layout this engine implements"
@@ -210,7 +217,8 @@ begin
   rst <= user_reset;
 
   -- link settings in use: what the core was configured with, within the engine's limits
-  mps_code  <= cfg_max_payload when unsigned(cfg_max_payload) <= log2ceil(MAX_MPS_c / 128)
+  cfg_mps   <= std_logic_vector(resize(unsigned(cfg_max_payload), 3));
+  mps_code  <= cfg_mps when unsigned(cfg_mps) <= log2ceil(MAX_MPS_c / 128)
                else std_logic_vector(to_unsigned(log2ceil(MAX_MPS_c / 128), 3));
   mrrs_code <= cfg_max_read_req when unsigned(cfg_max_read_req) <= log2ceil(MAX_MRRS_c / 128)
                else std_logic_vector(to_unsigned(log2ceil(MAX_MRRS_c / 128), 3));
@@ -233,6 +241,7 @@ begin
 
   ------------------------------------------------------------------ BAR0
   i_cq_cc : entity work.mprace_pcie_us_cq_cc
+    generic map (data_w_g => data_w_g)
     port map (
       clk => user_clk, rst => rst,
       s_axis_cq_tdata => s_axis_cq_tdata, s_axis_cq_tkeep => s_axis_cq_tkeep,
@@ -246,7 +255,7 @@ begin
   pcie_cq_np_req <= '1';
 
   i_regs : entity work.mprace_dma_regs
-    generic map (clk_mhz_g => clk_mhz_g)
+    generic map (data_w_g => data_w_g, clk_mhz_g => clk_mhz_g)
     port map (
       clk => user_clk, rst => rst,
       reg_wr => reg_wr, reg_rd => reg_rd, reg_addr => reg_addr, reg_wdata => reg_wdata,
@@ -283,6 +292,7 @@ begin
 
   ------------------------------------------------------------------ bus mastering
   i_rc : entity work.mprace_pcie_us_rc
+    generic map (data_w_g => data_w_g)
     port map (
       clk => user_clk, rst => rst,
       s_axis_rc_tdata => s_axis_rc_tdata, s_axis_rc_tkeep => s_axis_rc_tkeep,
@@ -296,7 +306,7 @@ begin
   data_flush <= test_wr or (pg_seed_wr and (c2h_source ?= SRC_GEN_c));
 
   i_c2h : entity work.mprace_dma_c2h
-    generic map (ring_log2_g => c2h_ring_log2_g)
+    generic map (data_w_g => data_w_g, ring_log2_g => c2h_ring_log2_g)
     port map (
       clk => user_clk, rst => rst, ctrl => chan_ctrl(CH_C2H_c), stat => chan_stat(CH_C2H_c),
       link => link, us_tick => us_tick, data_flush => data_flush,
@@ -316,7 +326,7 @@ begin
       cpl_err => cpl_err, cpl_done => cpl_done, cpl_data => cpl_data, cpl_keep => cpl_keep);
 
   i_h2c : entity work.mprace_dma_h2c
-    generic map (ring_log2_g => h2c_ring_log2_g, hdr_budget_g => RD_HDR_c,
+    generic map (data_w_g => data_w_g, ring_log2_g => h2c_ring_log2_g, hdr_budget_g => RD_HDR_c,
                  data_budget_g => RD_DATA_c)
     port map (
       clk => user_clk, rst => rst, ctrl => chan_ctrl(CH_H2C_c), stat => chan_stat(CH_H2C_c),
@@ -343,7 +353,7 @@ begin
       cpl_keep => cpl_keep);
 
   i_rq : entity work.mprace_pcie_us_rq_mux
-    generic map (ports_g => PORTS_c)
+    generic map (data_w_g => data_w_g, ports_g => PORTS_c)
     port map (
       clk => user_clk, rst => rst,
       s_tdata => q_tdata, s_tkeep => q_tkeep, s_tuser => q_tuser, s_tlast => q_tlast,
@@ -354,12 +364,13 @@ begin
 
   ------------------------------------------------------------------ test logic and user streams
   i_gen : entity work.mprace_dma_patgen
-    generic map (clk_mhz_g => clk_mhz_g)
+    generic map (data_w_g => data_w_g, clk_mhz_g => clk_mhz_g)
     port map (
       clk => user_clk, rst => rst, seed => pg_seed, seed_wr => pg_seed_wr, rate => pg_rate,
       m_tdata => gen_tdata, m_tvalid => gen_tvalid, m_tready => gen_tready);
 
   i_chk : entity work.mprace_dma_checker
+    generic map (data_w_g => data_w_g)
     port map (
       clk => user_clk, rst => rst, seed => ck_seed, seed_wr => ck_seed_wr,
       s_tdata => h2c_tdata, s_tkeep => h2c_tkeep, s_tvalid => chk_tvalid,

@@ -28,6 +28,7 @@ use work.mprace_dma_pkg.all;
 
 entity mprace_dma_wr is
   generic (
+    data_w_g : positive := 256;   -- datapath: 256 or 512 bits
     ring_log2_g : positive := 12
   );
   port (
@@ -46,15 +47,15 @@ entity mprace_dma_wr is
     cleared    : out std_logic;                 -- pulse: clear or data flush done
     -- data ring
     ring_rd_pos  : out std_logic_vector(ring_log2_g-1 downto 0);
-    ring_rd_data : in  std_logic_vector(DATA_W_c-1 downto 0);
+    ring_rd_data : in  std_logic_vector(data_w_g-1 downto 0);
     rd_pos     : out pos_t;
     wr_commit  : in  pos_t;
     eop_valid  : in  std_logic;
     eop_pos    : in  pos_t;
     eop_pop    : out std_logic;
     -- request stream
-    rq_tdata   : out std_logic_vector(DATA_W_c-1 downto 0);
-    rq_tkeep   : out std_logic_vector(LANES_c-1 downto 0);
+    rq_tdata   : out std_logic_vector(data_w_g-1 downto 0);
+    rq_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
     rq_tuser   : out std_logic_vector(RQ_USER_W_c-1 downto 0);
     rq_tlast   : out std_logic;
     rq_tvalid  : out std_logic;
@@ -75,10 +76,14 @@ end entity mprace_dma_wr;
 
 architecture rtl of mprace_dma_wr is
 
+  constant DATA_W_c : natural := data_w_g;
+  constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
+
   type state_t is (Idle_s, Hdr_s, Data_s, Rec_s);
   type kind_t is (Hdr_k, Data_k, Rec_k);
 
   constant OUT_W_c : natural := DATA_W_c + LANES_c + RQ_USER_W_c + 1;
+  constant HDR_DATA_c : natural := LANES_c - 4;   -- data dwords in a beat with the descriptor
   -- report queue entry: bytes, code, irq, stop, sequence number of the TLP to wait for
   constant REP_W_c : natural := DESC_LEN_BYTES_WIDTH_c + 8 + 2 + 8;
 
@@ -257,7 +262,7 @@ begin
         elsif r.rem_dw = 0 then
           v.st := Rec_s;           -- only after a TLP ended at a packet end exactly
         elsif r.plan_ok = '1' and credit and r.commit - next_pos >= r.nlen then
-          take := to_integer(umin(r.nlen, to_unsigned(4, 11)));
+          take := to_integer(umin(r.nlen, to_unsigned(HDR_DATA_c, 11)));
           v.s2_valid := '1';
           v.s2_kind  := Hdr_k;
           v.s2_hdr   := rq_desc(std_logic_vector(r.addr), r.nlen, REQ_MEM_WRITE_c, 0);
@@ -276,7 +281,7 @@ begin
             v.eop     := '1';
             v.rem_dw  := (others => '0');
           end if;
-          if r.nlen <= 4 then
+          if r.nlen <= HDR_DATA_c then
             v.s2_last := '1';
             v.issued  := r.issued + 1;
             if r.nhit = '1' or r.rem_dw = r.nlen then
@@ -386,16 +391,16 @@ begin
     variable keep : std_logic_vector(LANES_c-1 downto 0);
   begin
     d := ring_rd_data;
-    keep := ones(r.s2_take);
+    keep := ones(r.s2_take, LANES_c);
     case r.s2_kind is
       when Hdr_k =>
-        d := ring_rd_data(127 downto 0) & r.s2_hdr;
-        keep := ones(r.s2_take)(3 downto 0) & "1111";
+        d := ring_rd_data(DATA_W_c-129 downto 0) & r.s2_hdr;
+        keep := ones(r.s2_take, LANES_c)(LANES_c-5 downto 0) & "1111";
       when Data_k =>
         null;
       when Rec_k =>
         d := (DATA_W_c-1 downto 192 => '0') & r.s2_rec & r.s2_hdr;
-        keep := "00111111";
+        keep := ones(6, LANES_c);
     end case;
     o_in_data  <= d & keep & r.s2_user & r.s2_last;
     o_in_valid <= r.s2_valid;

@@ -1,7 +1,8 @@
 -- mprace_pcie_us_cq_cc: BAR0 programmed I/O. Turns memory requests from the core's completer
 -- request interface (s_axis_cq_*) into register accesses and answers reads on the completer
 -- completion interface (m_axis_cc_*). One request at a time: a read holds off CQ until its
--- completion has been taken by the core.
+-- completion has been taken by the core. 256-bit (PG156) or 512-bit UltraScale+ (PG213, no
+-- straddling) interface: CQ's descriptor and first byte enables sit in the same place in both.
 --   * memory write, 1 dword, all byte enables set: reg_wr of BAR offset addr(11:2)*4;
 --     other writes are dropped (the spec allows aligned 32-bit accesses only);
 --   * memory read of 1 dword: reg_rd, then a completion with the dword (lower address and
@@ -18,20 +19,23 @@ use work.engine_spec_pkg.all;
 use work.mprace_dma_pkg.all;
 
 entity mprace_pcie_us_cq_cc is
+  generic (
+    data_w_g : positive := 256    -- 256: UltraScale / 7-series Gen3; 512: UltraScale+
+  );
   port (
     clk : in  std_logic;
     rst : in  std_logic;
     -- completer request (from the core)
-    s_axis_cq_tdata  : in  std_logic_vector(DATA_W_c-1 downto 0);
-    s_axis_cq_tkeep  : in  std_logic_vector(LANES_c-1 downto 0);
-    s_axis_cq_tuser  : in  std_logic_vector(CQ_USER_W_c-1 downto 0);
+    s_axis_cq_tdata  : in  std_logic_vector(data_w_g-1 downto 0);
+    s_axis_cq_tkeep  : in  std_logic_vector(data_w_g/32-1 downto 0);
+    s_axis_cq_tuser  : in  std_logic_vector(cq_user_w(data_w_g)-1 downto 0);
     s_axis_cq_tlast  : in  std_logic;
     s_axis_cq_tvalid : in  std_logic;
     s_axis_cq_tready : out std_logic;
     -- completer completion (to the core)
-    m_axis_cc_tdata  : out std_logic_vector(DATA_W_c-1 downto 0);
-    m_axis_cc_tkeep  : out std_logic_vector(LANES_c-1 downto 0);
-    m_axis_cc_tuser  : out std_logic_vector(CC_USER_W_c-1 downto 0);
+    m_axis_cc_tdata  : out std_logic_vector(data_w_g-1 downto 0);
+    m_axis_cc_tkeep  : out std_logic_vector(data_w_g/32-1 downto 0);
+    m_axis_cc_tuser  : out std_logic_vector(cc_user_w(data_w_g)-1 downto 0);
     m_axis_cc_tlast  : out std_logic;
     m_axis_cc_tvalid : out std_logic;
     m_axis_cc_tready : in  std_logic;
@@ -46,6 +50,9 @@ entity mprace_pcie_us_cq_cc is
 end entity mprace_pcie_us_cq_cc;
 
 architecture rtl of mprace_pcie_us_cq_cc is
+
+  constant DATA_W_c : natural := data_w_g;
+  constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
 
   type state_t is (Idle_s, Drop_s, Read_s, Cpl_s);
 
@@ -180,9 +187,9 @@ begin
           if r.status = CPL_SC_c then
             d(42 downto 32)  := "00000000001";
             d(127 downto 96) := r.wdata;
-            v.cc_keep := "00001111";
+            v.cc_keep := ones(4, LANES_c);
           else
-            v.cc_keep := "00000111";
+            v.cc_keep := ones(3, LANES_c);
           end if;
           v.cc_data  := d;
           v.cc_valid := '1';
@@ -199,7 +206,26 @@ begin
 
   m_axis_cc_tdata  <= (DATA_W_c-1 downto 128 => '0') & r.cc_data;
   m_axis_cc_tkeep  <= r.cc_keep;
-  m_axis_cc_tuser  <= (others => '0');   -- no discontinue, parity not checked
+  -- no discontinue, parity not checked; at 512 bits (PG213) the completion starts in lane 0
+  -- (is_sop(0)) and ends in one beat (is_eop(0), its last dword in is_eop0_ptr)
+  g_cc_user_us : if data_w_g /= 512 generate
+    m_axis_cc_tuser <= (others => '0');
+  end generate;
+  g_cc_user_usp : if data_w_g = 512 generate
+    p_cc_user : process(all)
+      variable u : std_logic_vector(cc_user_w(data_w_g)-1 downto 0);
+    begin
+      u := (others => '0');
+      u(0) := '1';
+      u(6) := '1';
+      if r.cc_keep(3) = '1' then
+        u(11 downto 8) := "0011";           -- with the data dword
+      else
+        u(11 downto 8) := "0010";           -- descriptor only
+      end if;
+      m_axis_cc_tuser <= u;
+    end process;
+  end generate;
   m_axis_cc_tlast  <= '1';
   m_axis_cc_tvalid <= r.cc_valid;
 

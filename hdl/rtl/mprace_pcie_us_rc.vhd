@@ -1,5 +1,5 @@
--- mprace_pcie_us_rc: the requester completion interface (s_axis_rc_*, no straddling,
--- DWORD-aligned) as a registered stream of completion beats with the descriptor fields
+-- mprace_pcie_us_rc: the requester completion interface (s_axis_rc_*, 256 or 512 bits, no
+-- straddling, DWORD-aligned) as a registered stream of completion beats with the descriptor fields
 -- repeated on every beat of a TLP. The engine always takes completions (tready = 1): every
 -- read it issues has room reserved for its data, so nothing waits on the interface.
 -- Payload dword k of a completion sits in lane k+3 of the stream (the 3-dword descriptor
@@ -13,12 +13,15 @@ library work;
 use work.mprace_dma_pkg.all;
 
 entity mprace_pcie_us_rc is
+  generic (
+    data_w_g : positive := 256    -- 256: UltraScale / 7-series Gen3; 512: UltraScale+
+  );
   port (
     clk : in  std_logic;
     rst : in  std_logic;
-    s_axis_rc_tdata  : in  std_logic_vector(DATA_W_c-1 downto 0);
-    s_axis_rc_tkeep  : in  std_logic_vector(LANES_c-1 downto 0);
-    s_axis_rc_tuser  : in  std_logic_vector(RC_USER_W_c-1 downto 0);
+    s_axis_rc_tdata  : in  std_logic_vector(data_w_g-1 downto 0);
+    s_axis_rc_tkeep  : in  std_logic_vector(data_w_g/32-1 downto 0);
+    s_axis_rc_tuser  : in  std_logic_vector(rc_user_w(data_w_g)-1 downto 0);
     s_axis_rc_tlast  : in  std_logic;
     s_axis_rc_tvalid : in  std_logic;
     s_axis_rc_tready : out std_logic;
@@ -30,12 +33,15 @@ entity mprace_pcie_us_rc is
     cpl_done   : out std_logic;                      -- last completion of its request
     cpl_bytes  : out unsigned(12 downto 0);          -- bytes of the request still to come
     cpl_dwords : out unsigned(10 downto 0);          -- payload dwords of this completion
-    cpl_data   : out std_logic_vector(DATA_W_c-1 downto 0);
-    cpl_keep   : out std_logic_vector(LANES_c-1 downto 0)
+    cpl_data   : out std_logic_vector(data_w_g-1 downto 0);
+    cpl_keep   : out std_logic_vector(data_w_g/32-1 downto 0)
   );
 end entity mprace_pcie_us_rc;
 
 architecture rtl of mprace_pcie_us_rc is
+
+  constant DATA_W_c : natural := data_w_g;
+  constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
 
   type two_process_r is record
     in_tlp : std_logic;

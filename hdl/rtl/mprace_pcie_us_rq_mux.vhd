@@ -6,6 +6,9 @@
 -- engine's request sources do.
 -- `s_sent(p)` pulses when the last beat of a packet of input p has been taken by the core: the
 -- engine increments HEAD only after the completion record has left in this way.
+-- The inputs carry the 256-bit interface's sideband (first/last byte enables in 7:0); at 512
+-- bits the mux writes UltraScale+'s layout (PG213: byte enables of the first TLP in 3:0 and 11:8,
+-- is_sop(0), is_eop(0) and the last dword's lane in is_eop0_ptr; no straddling).
 -- Spec: docs/dma-engine.md (section 2: record after the data; section 4 step 5).
 library ieee;
 use ieee.std_logic_1164.all;
@@ -16,21 +19,22 @@ use work.mprace_dma_pkg.all;
 
 entity mprace_pcie_us_rq_mux is
   generic (
+    data_w_g : positive := 256;   -- datapath: 256 or 512 bits
     ports_g : positive := 5
   );
   port (
     clk            : in  std_logic;
     rst            : in  std_logic;
-    s_tdata        : in  std_logic_vector(ports_g*DATA_W_c-1 downto 0);
-    s_tkeep        : in  std_logic_vector(ports_g*LANES_c-1 downto 0);
+    s_tdata        : in  std_logic_vector(ports_g*data_w_g-1 downto 0);
+    s_tkeep        : in  std_logic_vector(ports_g*data_w_g/32-1 downto 0);
     s_tuser        : in  std_logic_vector(ports_g*RQ_USER_W_c-1 downto 0);
     s_tlast        : in  std_logic_vector(ports_g-1 downto 0);
     s_tvalid       : in  std_logic_vector(ports_g-1 downto 0);
     s_tready       : out std_logic_vector(ports_g-1 downto 0);
     s_sent         : out std_logic_vector(ports_g-1 downto 0);
-    m_axis_rq_tdata  : out std_logic_vector(DATA_W_c-1 downto 0);
-    m_axis_rq_tkeep  : out std_logic_vector(LANES_c-1 downto 0);
-    m_axis_rq_tuser  : out std_logic_vector(RQ_USER_W_c-1 downto 0);
+    m_axis_rq_tdata  : out std_logic_vector(data_w_g-1 downto 0);
+    m_axis_rq_tkeep  : out std_logic_vector(data_w_g/32-1 downto 0);
+    m_axis_rq_tuser  : out std_logic_vector(rq_user_w(data_w_g)-1 downto 0);
     m_axis_rq_tlast  : out std_logic;
     m_axis_rq_tvalid : out std_logic;
     m_axis_rq_tready : in  std_logic
@@ -38,6 +42,9 @@ entity mprace_pcie_us_rq_mux is
 end entity mprace_pcie_us_rq_mux;
 
 architecture rtl of mprace_pcie_us_rq_mux is
+
+  constant DATA_W_c : natural := data_w_g;
+  constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
 
   constant SEL_W_c : natural := log2ceil(ports_g + 1);
   constant ENT_W_c : natural := DATA_W_c + LANES_c + RQ_USER_W_c + 1 + SEL_W_c;
@@ -47,12 +54,15 @@ architecture rtl of mprace_pcie_us_rq_mux is
     sel    : natural range 0 to ports_g-1;
     last   : natural range 0 to ports_g-1;  -- port granted most recently (round-robin)
     sent   : std_logic_vector(ports_g-1 downto 0);
+    o_mid  : std_logic;                     -- the output is inside a packet (not at its start)
   end record;
   constant R_INIT_c : two_process_r := (locked => '0', sel => 0, last => ports_g-1,
-                                        sent => (others => '0'));
+                                        sent => (others => '0'), o_mid => '0');
 
   signal r, r_next   : two_process_r := R_INIT_c;
   signal f_in_valid  : std_logic;
+  signal o_user      : std_logic_vector(RQ_USER_W_c-1 downto 0);
+  signal o_keep      : std_logic_vector(LANES_c-1 downto 0);
   signal f_in_ready  : std_logic;
   signal f_in_data   : std_logic_vector(ENT_W_c-1 downto 0);
   signal f_out_valid : std_logic;
@@ -103,6 +113,9 @@ begin
     if f_out_valid = '1' and m_axis_rq_tready = '1' and f_out_data(SEL_W_c) = '1' then
       v.sent(to_integer(unsigned(f_out_data(SEL_W_c-1 downto 0)))) := '1';
     end if;
+    if f_out_valid = '1' and m_axis_rq_tready = '1' then
+      v.o_mid := not f_out_data(SEL_W_c);
+    end if;
     r_next <= v;
   end process;
 
@@ -141,7 +154,30 @@ begin
 
   m_axis_rq_tdata  <= f_out_data(ENT_W_c-1 downto ENT_W_c-DATA_W_c);
   m_axis_rq_tkeep  <= f_out_data(ENT_W_c-DATA_W_c-1 downto ENT_W_c-DATA_W_c-LANES_c);
-  m_axis_rq_tuser  <= f_out_data(RQ_USER_W_c+SEL_W_c downto SEL_W_c+1);
+  o_user <= f_out_data(RQ_USER_W_c+SEL_W_c downto SEL_W_c+1);
+  o_keep <= f_out_data(ENT_W_c-DATA_W_c-1 downto ENT_W_c-DATA_W_c-LANES_c);
+
+  g_user_us : if data_w_g /= 512 generate
+    m_axis_rq_tuser <= o_user;
+  end generate;
+
+  g_user_usp : if data_w_g = 512 generate
+    p_user : process(all)
+      variable u : std_logic_vector(rq_user_w(data_w_g)-1 downto 0);
+      variable n : natural range 0 to LANES_c;
+    begin
+      u := (others => '0');
+      u(3 downto 0)  := o_user(3 downto 0);               -- first_be of the first TLP
+      u(11 downto 8) := o_user(7 downto 4);               -- last_be of the first TLP
+      u(20) := not r.o_mid;                               -- is_sop(0), starting in lane 0
+      n := count_ones(o_keep);
+      if f_out_data(SEL_W_c) = '1' and n /= 0 then
+        u(26) := '1';                                     -- is_eop(0)
+        u(31 downto 28) := std_logic_vector(to_unsigned(n - 1, 4));   -- its last dword
+      end if;
+      m_axis_rq_tuser <= u;
+    end process;
+  end generate;
   m_axis_rq_tlast  <= f_out_data(SEL_W_c);
   m_axis_rq_tvalid <= f_out_valid;
   s_sent           <= r.sent;
@@ -154,6 +190,7 @@ begin
         r.locked <= '0';
         r.last   <= ports_g-1;
         r.sent   <= (others => '0');
+        r.o_mid  <= '0';
       end if;
     end if;
   end process;

@@ -1,5 +1,7 @@
-"""Testbench for mprace_dma_top: the engine between cocotbext-pcie's UltraScalePcieDevice (Gen3 x8,
-256-bit) and RootComplex, with helpers for registers, descriptor rings and the user streams.
+"""Testbench for mprace_dma_top: the engine between cocotbext-pcie's RootComplex and its model of
+the Xilinx PCIe block at the engine's width: UltraScalePcieDevice (Gen3 x8) for data_w_g = 256,
+UltraScalePlusPcieDevice (Gen3 x16, or Gen4 x8 with MPRACE_GEN=4) for 512; with helpers for
+registers, descriptor rings and the user streams.
 
 The register map, descriptor layout and error codes are read from the one specification
 (spec/python/engine_spec.py, generated from spec/dma-engine.toml), so the tests check the
@@ -29,13 +31,13 @@ from cocotbext.axi.address_space import MemoryRegion
 from cocotbext.pcie.core import RootComplex
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
-from cocotbext.pcie.xilinx.us import UltraScalePcieDevice
+from cocotbext.pcie.xilinx.us import UltraScalePcieDevice, UltraScalePlusPcieDevice
 from cocotbext.pcie.xilinx.us.tlp import ErrorCode, Tlp_us
 
 TOP = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(TOP / "spec" / "python"))
 from engine_spec import SPEC  # noqa: E402  (generated; found through the path above)
-CLK_NS = 4          # 250 MHz user clock of Gen3 x8 / 256 bit
+CLK_NS = 4          # 250 MHz user clock at both widths
 
 
 class Spec:
@@ -117,8 +119,18 @@ class TB:
         self.rc.split_on_all_rcb = split_rcb
         self.rc.read_completion_boundary = rcb128
 
-        self.dev = UltraScalePcieDevice(
-            pcie_generation=3, pcie_link_width=8, user_clk_frequency=250e6, alignment="dword",
+        # the interface width is the engine's generic data_w_g
+        self.width = len(dut.m_axis_rq_tdata)
+        self.beat_bytes = self.width // 8
+        if self.width == 512:
+            model = UltraScalePlusPcieDevice
+            self.gen = env_int("MPRACE_GEN", 3)
+            self.lanes = 16 if self.gen == 3 else 8
+        else:
+            model, self.gen, self.lanes = UltraScalePcieDevice, 3, 8
+        self.dev = model(
+            pcie_generation=self.gen, pcie_link_width=self.lanes, user_clk_frequency=250e6,
+            alignment="dword",
             max_payload_size=1024, enable_client_tag=True, enable_extended_tag=False,
             pf0_msi_enable=True, pf0_msi_count=msi_count,
             user_clk=dut.user_clk, user_reset=dut.user_reset,
@@ -322,7 +334,7 @@ class Ring:
 
 
 class StreamSource:
-    """Drives a user AXI4-Stream (256-bit data, byte tkeep) from queued beats."""
+    """Drives a user AXI4-Stream (the engine's width, byte tkeep) from queued beats."""
 
     def __init__(self, dut, prefix, clk):
         self.clk = clk
@@ -335,6 +347,7 @@ class StreamSource:
         self.tkeep.value = 0
         self.tlast.value = 0
         self.tvalid.value = 0
+        self.beat_bytes = len(self.tdata) // 8
         self.beats = collections.deque()
         self.pause = None
         self.sent = 0            # bytes taken by the engine
@@ -343,9 +356,11 @@ class StreamSource:
         self.idle.set()
         cocotb.start_soon(self._run())
 
-    def send(self, data, last=False, beat_bytes=32):
-        """Queue data (a multiple of 4 bytes) as beats of up to beat_bytes bytes."""
-        assert len(data) % 4 == 0 and beat_bytes % 4 == 0
+    def send(self, data, last=False, beat_bytes=None):
+        """Queue data (a multiple of 4 bytes) as beats of up to beat_bytes bytes (default: full
+        beats)."""
+        beat_bytes = beat_bytes or self.beat_bytes
+        assert len(data) % 4 == 0 and beat_bytes % 4 == 0 and beat_bytes <= self.beat_bytes
         for k in range(0, len(data), beat_bytes):
             chunk = data[k:k + beat_bytes]
             is_last = last and k + beat_bytes >= len(data)
@@ -410,7 +425,7 @@ class StreamSink:
                 n = (keep + 1).bit_length() - 1
                 if keep != (1 << n) - 1 or n == 0 or n % 4:
                     self.errors.append(f"tkeep {keep:#x} not whole dwords from byte 0")
-                self.data += int(self.tdata.value).to_bytes(32, "little")[:n]
+                self.data += int(self.tdata.value).to_bytes(len(self.tdata) // 8, "little")[:n]
                 self.beats.append(n)
                 if self.tlast.value:
                     self.lasts.append(len(self.data))

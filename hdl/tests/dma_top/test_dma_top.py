@@ -237,7 +237,7 @@ async def registers(dut):
     assert S.get(ver, "VERSION", "MINOR") == S.engine["version_minor"]
     caps = await tb.rd("CAPS")
     g = lambda f: S.get(caps, "CAPS", f)  # noqa: E731
-    assert g("DATAPATH_BYTES") == 32
+    assert g("DATAPATH_BYTES") == tb.beat_bytes
     assert (g("C2H_CHANNELS"), g("H2C_CHANNELS")) == (1, 1)
     assert 128 << g("MPS") == tb.mps and 128 << g("MRRS") == tb.mrrs
     assert (g("PATGEN"), g("CHECKER"), g("LOOPBACK")) == (1, 1, 1)
@@ -379,15 +379,18 @@ async def c2h_random(dut):
         stream = tb.rand_bytes(sum(plens))
         pos = 0
         for p in plens:
-            tb.c2h.send(stream[pos:pos + p], last=True, beat_bytes=4 * tb.rng.choice([8, 8, 8, 3, 1]))
+            full = tb.beat_bytes // 4
+            tb.c2h.send(stream[pos:pos + p], last=True,
+                        beat_bytes=4 * tb.rng.choice([full, full, full, 3, 1]))
             pos += p
     else:
         expect = [(n, 0) for n in lengths]
         stream = tb.rand_bytes(sum(lengths))
-        # beats of 1..8 dwords exercise the dense packing of the source side
+        # beats of 1 dword to a full beat exercise the dense packing of the source side
+        full = tb.beat_bytes // 4
         pos = 0
         while pos < len(stream):
-            b = 4 * tb.rng.choice([8, 8, 8, 8, 5, 2, 1])
+            b = 4 * tb.rng.choice([full, full, full, full, full // 2 + 1, 5, 2, 1])
             tb.c2h.send(stream[pos:pos + b], beat_bytes=b)
             pos += b
     bufs = alloc_buffers(tb, lengths)
@@ -1214,7 +1217,7 @@ async def h2c_read_errors(dut):
     tb.completer.split = tb.completer.reorder
     E = S.err
     errbit = 1 << S.irq_bit["ERROR"]
-    beat = 32
+    beat = tb.beat_bytes
     await tb.wr("TEST_CONTROL", TEST_CONTROL(H2C_SINK=SRC_USER))
     tb.h2c.start()
     ring = Ring(tb, H2C, 8)
@@ -1374,19 +1377,18 @@ async def addr64(dut):
 
 # ------------------------------------------------------------------------------ throughput
 
-def link_limits(mps, addr64=False):
-    """The TLP-limited maximum of the modelled Gen3 x8 link and of the 256-bit interface for
-    payloads of `mps` bytes, in GB/s (10**9 bytes/s)."""
+def link_limits(tb, mps, addr64=False):
+    """The TLP-limited maximum of the modelled link (Gen3 x8 at 256 bits, Gen3 x16 or Gen4 x8
+    at 512) and of the interface for payloads of `mps` bytes, in GB/s (10**9 bytes/s)."""
     from cocotbext.pcie.core.port import PCIE_GEN_RATE
-    lanes, gen = 8, 3
-    raw = PCIE_GEN_RATE[gen] * lanes / 8                 # bytes/s on the wire
+    raw = PCIE_GEN_RATE[tb.gen] * tb.lanes / 8            # bytes/s on the wire
     hdr = 16 if addr64 else 12                            # memory write / completion header
     wire = mps + hdr + 8                                  # + sequence number, LCRC, framing
     link = raw * mps / wire / 1e9
-    # one TLP per packet on the 256-bit interface at 250 MHz: writes have a 4-dword
-    # descriptor on RQ, completions a 3-dword one on RC
-    beats_wr = -(-(16 + mps) // 32)
-    beats_cpl = -(-(12 + mps) // 32)
+    # one TLP per packet (no straddling) on the interface at 250 MHz: writes have a
+    # 4-dword descriptor on RQ, completions a 3-dword one on RC
+    beats_wr = -(-(16 + mps) // tb.beat_bytes)
+    beats_cpl = -(-(12 + mps) // tb.beat_bytes)
     return dict(link=link, rq=mps / (beats_wr * 4.0), rc=mps / (beats_cpl * 4.0))
 
 
@@ -1399,7 +1401,7 @@ async def throughput(dut):
     await tb.init()
     total = env_int("MPRACE_BYTES", 1 << 20)
     dlen = min(total, 256 << 10)
-    lim = link_limits(tb.mps)
+    lim = link_limits(tb, tb.mps)
     bound = {C2H: min(lim["link"], lim["rq"]), H2C: min(lim["link"], lim["rc"])}
     await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=SRC_GEN, H2C_SINK=1))
     rings = {C2H: Ring(tb, C2H, 16), H2C: Ring(tb, H2C, 16)}
@@ -1436,7 +1438,7 @@ async def throughput(dut):
             assert (await tb.rd("CHECK_WORDS"), await tb.rd("CHECK_ERRORS")) == (total // 4, 0)
         for ch in mode:
             await halt(tb, ch)
-    out = hdl_runner.build_root() / "throughput.csv"
+    out = hdl_runner.build_root() / f"throughput-w{tb.width}.csv"
     with open(out, "w") as f:
         f.write("run,direction,bytes,ns,GBps,tlp_max_GBps,link_tlp_max_GBps,percent\n")
         for run_, ch, nb, t, g in rows:
@@ -1444,7 +1446,7 @@ async def throughput(dut):
                     f"{100 * g / bound[ch]:.1f}\n")
     for run_, ch, nb, t, g in rows:
         msg = (f"THROUGHPUT {run_:7s} {ch} MPS {tb.mps}: {nb} bytes in {t:.0f} ns = {g:.3f} GB/s; "
-               f"TLP-limited max {bound[ch]:.3f} GB/s (link {lim['link']:.3f}, 256-bit "
+               f"TLP-limited max {bound[ch]:.3f} GB/s (link {lim['link']:.3f}, {tb.width}-bit "
                f"interface {lim['rq' if ch == C2H else 'rc']:.3f}) = {100 * g / bound[ch]:.1f} %")
         tb.log.info(msg)
     tb.log.info("figures written to %s", out)
@@ -1544,108 +1546,123 @@ async def soak(dut):
 
 # ------------------------------------------------------------------------------ pytest cases
 
-def run(testcase, name=None, **env):
-    hdl_runner.run(TOPLEVEL, MODULE, testcase, name or testcase,
+# Every case runs at both widths: 256 bits (UltraScale, Gen3 x8) and 512 bits (UltraScale+,
+# Gen3 x16). At 512 bits `make check` runs the cases in WIDE_SUBSET, HDL_WIDE=all runs them all.
+WIDTHS = (256, 512)
+WIDE_SUBSET = {"registers", "c2h_mps512", "c2h_packet_edges128", "h2c_mrrs1024",
+               "h2c_split_rcb_pauses", "h2c_reordered", "test_logic", "interrupts_msi32",
+               "abort_reset", "desc_errors_C2H", "desc_errors_H2C", "h2c_read_errors_r1",
+               "c2h_source_switch", "status_after_control", "throughput", "soak"}
+pytestmark = pytest.mark.parametrize("width", WIDTHS, ids=lambda w: f"w{w}")
+
+
+def run(testcase, name=None, width=256, **env):
+    name = name or testcase
+    if width != 256:
+        if os.environ.get("HDL_WIDE") != "all" and name not in WIDE_SUBSET:
+            pytest.skip(f"at {width} bits only with HDL_WIDE=all")
+        name = f"{name}_w{width}"
+    hdl_runner.run(TOPLEVEL, MODULE, testcase, name, parameters={"data_w_g": width},
                    env={f"MPRACE_{k.upper()}": v for k, v in env.items()})
 
 
-def test_registers():
-    run("registers")
+def test_registers(width):
+    run("registers", width=width)
 
 
 @pytest.mark.parametrize("mps", [128, 256, 512])
-def test_c2h_mps(mps):
-    run("c2h_random", f"c2h_mps{mps}", mps=mps, seed=mps)
+def test_c2h_mps(mps, width):
+    run("c2h_random", f"c2h_mps{mps}", mps=mps, seed=mps, width=width)
 
 
 @pytest.mark.parametrize("mps", [128, 256])
-def test_c2h_packet_edges(mps):
-    run("c2h_packet_edges", f"c2h_packet_edges{mps}", mps=mps)
+def test_c2h_packet_edges(mps, width):
+    run("c2h_packet_edges", f"c2h_packet_edges{mps}", mps=mps, width=width)
 
 
-def test_c2h_packets_pauses():
-    run("c2h_random", "c2h_packets_pauses", packets=1, pause=2, seed=7, ring=4, count=30)
+def test_c2h_packets_pauses(width):
+    run("c2h_random", "c2h_packets_pauses", packets=1, pause=2, seed=7, ring=4, count=30, width=width)
 
 
 @pytest.mark.parametrize("mrrs", [128, 256, 512, 1024, 2048])
-def test_h2c_mrrs(mrrs):
-    run("h2c_random", f"h2c_mrrs{mrrs}", mrrs=mrrs, seed=mrrs)
+def test_h2c_mrrs(mrrs, width):
+    run("h2c_random", f"h2c_mrrs{mrrs}", mrrs=mrrs, seed=mrrs, width=width)
 
 
-def test_h2c_split_rcb_pauses():
-    run("h2c_random", "h2c_split_rcb_pauses", split=1, pause=2, seed=11, mps=128)
+def test_h2c_split_rcb_pauses(width):
+    run("h2c_random", "h2c_split_rcb_pauses", split=1, pause=2, seed=11, mps=128, width=width)
 
 
-def test_h2c_split_rcb128():
-    run("h2c_random", "h2c_split_rcb128", split=1, rcb128=1, mrrs=1024, seed=12)
+def test_h2c_split_rcb128(width):
+    run("h2c_random", "h2c_split_rcb128", split=1, rcb128=1, mrrs=1024, seed=12, width=width)
 
 
-def test_h2c_reordered():
-    run("h2c_random", "h2c_reordered", reorder=1, pause=1, seed=13, mrrs=256)
+def test_h2c_reordered(width):
+    run("h2c_random", "h2c_reordered", reorder=1, pause=1, seed=13, mrrs=256, width=width)
 
 
-def test_test_logic():
-    run("test_logic", seed=21)
+def test_test_logic(width):
+    run("test_logic", seed=21, width=width)
 
 
 @pytest.mark.parametrize("msi", [32, 2, 1])
-def test_interrupts(msi):
-    run("interrupts", f"interrupts_msi{msi}", msi=msi)
+def test_interrupts(msi, width):
+    run("interrupts", f"interrupts_msi{msi}", msi=msi, width=width)
 
 
-def test_abort_reset():
-    run("abort_reset", seed=31)
+def test_abort_reset(width):
+    run("abort_reset", seed=31, width=width)
 
 
-def test_timeouts():
-    run("timeouts", seed=41)
+def test_timeouts(width):
+    run("timeouts", seed=41, width=width)
 
 
 @pytest.mark.parametrize("channel", [C2H, H2C])
-def test_desc_errors(channel):
-    run("desc_errors", f"desc_errors_{channel}", channel=channel)
+def test_desc_errors(channel, width):
+    run("desc_errors", f"desc_errors_{channel}", channel=channel, width=width)
 
 
-def test_ring_control():
-    run("ring_control", seed=51)
+def test_ring_control(width):
+    run("ring_control", seed=51, width=width)
 
 
 @pytest.mark.parametrize("reorder", [0, 1])
-def test_h2c_read_errors(reorder):
+def test_h2c_read_errors(reorder, width):
     run("h2c_read_errors", f"h2c_read_errors_r{reorder}", reorder=reorder, mrrs=256,
-        seed=71 + reorder)
+        seed=71 + reorder, width=width)
 
 
-def test_c2h_source_switch():
-    run("c2h_source_switch", seed=81)
+def test_c2h_source_switch(width):
+    run("c2h_source_switch", seed=81, width=width)
 
 
-def test_status_after_control():
-    run("status_after_control", seed=91)
+def test_status_after_control(width):
+    run("status_after_control", seed=91, width=width)
 
 
-def test_addr64():
-    run("addr64", seed=61)
+def test_addr64(width):
+    run("addr64", seed=61, width=width)
 
 
-def test_throughput():
-    """Prints the figures (and writes throughput.csv in the build directory); no timing
+def test_throughput(width):
+    """Prints the figures (and writes throughput-w<width>.csv in the build directory); no timing
     assertion. MPRACE_BENCH_BYTES sets the size of each transfer."""
     size = os.environ.get("MPRACE_BENCH_BYTES", str((2 << 20) if os.environ.get("HDL_SOAK") else (512 << 10)))
-    run("throughput", mps=256, mrrs=512, bytes=size)
-    print((hdl_runner.build_root() / "throughput.csv").read_text())
+    run("throughput", mps=256, mrrs=512, bytes=size, width=width)
+    print((hdl_runner.build_root() / f"throughput-w{width}.csv").read_text())
 
 
-def test_max_desc():
+def test_max_desc(width):
     """One 16 MiB descriptor per direction (about two minutes of wall time): HDL_SOAK=1."""
     if not os.environ.get("HDL_SOAK"):
         pytest.skip("16 MiB per direction takes minutes: set HDL_SOAK=1")
-    run("max_desc", seed=111)
+    run("max_desc", seed=111, width=width)
 
 
-def test_soak():
+def test_soak(width):
     if os.environ.get("HDL_SOAK"):
         for seed in (101, 102, 103):
-            run("soak", f"soak_long_{seed}", seed=seed, count=300)
+            run("soak", f"soak_long_{seed}", seed=seed, count=300, width=width)
     else:
-        run("soak", seed=100, count=24)
+        run("soak", seed=100, count=24, width=width)
