@@ -167,9 +167,11 @@ begin
       variable n : natural range 0 to LANES_c;
     begin
       u := (others => '0');
-      u(3 downto 0)  := o_user(3 downto 0);               -- first_be of the first TLP
-      u(11 downto 8) := o_user(7 downto 4);               -- last_be of the first TLP
-      u(20) := not r.o_mid;                               -- is_sop(0), starting in lane 0
+      if r.o_mid = '0' then
+        u(3 downto 0)  := o_user(3 downto 0);             -- first_be of the first TLP
+        u(11 downto 8) := o_user(7 downto 4);             -- last_be of the first TLP
+        u(20) := '1';                                     -- is_sop(0), starting in lane 0
+      end if;
       n := count_ones(o_keep);
       if f_out_data(SEL_W_c) = '1' and n /= 0 then
         u(26) := '1';                                     -- is_eop(0)

@@ -11,7 +11,7 @@ use work.engine_spec_pkg.all;
 use work.mprace_dma_pkg.all;
 
 entity desc_fetch_tb is
-  generic (tag_g : natural := 3);
+  generic (data_w_g : positive := 256; tag_g : natural := 3);
   port (
     clk, rst   : in  std_logic;
     ring_base  : in  std_logic_vector(63 downto 0);
@@ -20,15 +20,15 @@ entity desc_fetch_tb is
     head       : in  std_logic_vector(31 downto 0);
     enable     : in  std_logic;
     mrrs_dw    : in  std_logic_vector(10 downto 0);
-    rq_tdata   : out std_logic_vector(255 downto 0) := (others => '0');
-    rq_tkeep   : out std_logic_vector(7 downto 0) := (others => '0');
+    rq_tdata   : out std_logic_vector(data_w_g-1 downto 0) := (others => '0');
+    rq_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0) := (others => '0');
     rq_tuser   : out std_logic_vector(59 downto 0) := (others => '0');
     rq_tlast   : out std_logic := '0';
     rq_tvalid  : out std_logic := '0';
     rq_tready  : in  std_logic;
-    s_axis_rc_tdata  : in  std_logic_vector(255 downto 0);
-    s_axis_rc_tkeep  : in  std_logic_vector(7 downto 0);
-    s_axis_rc_tuser  : in  std_logic_vector(74 downto 0);
+    s_axis_rc_tdata  : in  std_logic_vector(data_w_g-1 downto 0);
+    s_axis_rc_tkeep  : in  std_logic_vector(data_w_g/32-1 downto 0);
+    s_axis_rc_tuser  : in  std_logic_vector(rc_user_w(data_w_g)-1 downto 0);
     s_axis_rc_tlast  : in  std_logic;
     s_axis_rc_tvalid : in  std_logic;
     s_axis_rc_tready : out std_logic := '0';
@@ -50,13 +50,14 @@ architecture wrap of desc_fetch_tb is
   signal cpl_valid, cpl_sop, cpl_eop, cpl_done : std_logic;
   signal cpl_tag   : unsigned(7 downto 0);
   signal cpl_err   : std_logic_vector(3 downto 0);
-  signal cpl_data  : std_logic_vector(255 downto 0);
-  signal cpl_keep  : std_logic_vector(7 downto 0);
+  signal cpl_data  : std_logic_vector(data_w_g-1 downto 0);
+  signal cpl_keep  : std_logic_vector(data_w_g/32-1 downto 0);
 begin
   ctrl <= (ring_base => ring_base, ring_size => ring_size, tail => tail, head => head,
            timeout_us => (others => '0'), run => enable, abort => '0', reset => '0');
 
   i_rc : entity work.mprace_pcie_us_rc
+    generic map (data_w_g => data_w_g)
     port map (
       clk => clk, rst => rst,
       s_axis_rc_tdata => s_axis_rc_tdata, s_axis_rc_tkeep => s_axis_rc_tkeep,
@@ -67,7 +68,7 @@ begin
       cpl_data => cpl_data, cpl_keep => cpl_keep);
 
   i_fetch : entity work.mprace_dma_desc_fetch
-    generic map (tag_g => tag_g)
+    generic map (data_w_g => data_w_g, tag_g => tag_g)
     port map (
       clk => clk, rst => rst, ctrl => ctrl, enable => enable, mrrs_dw => unsigned(mrrs_dw),
       rq_tdata => rq_tdata, rq_tkeep => rq_tkeep, rq_tuser => rq_tuser, rq_tlast => rq_tlast,

@@ -244,10 +244,12 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("width", [256, 512], ids=lambda w: f"w{w}")
 @pytest.mark.parametrize("case", list(CASES))
-def test_desc_fetch(case):
+def test_desc_fetch(case, width):
     ring, rcb, mrrs, busy, bad, toggle = CASES[case]
-    hdl_runner.run("desc_fetch_tb", "test_desc_fetch", "fetch", f"desc_fetch_{case}",
+    hdl_runner.run("desc_fetch_tb", "test_desc_fetch", "fetch", f"desc_fetch_{case}_w{width}",
+                   parameters={"data_w_g": width},
                    env={"MPRACE_SEED": env_int("MPRACE_SEED", 0) or (len(case) * 7919 + ring),
                         "MPRACE_RING": ring, "MPRACE_RCB": rcb, "MPRACE_MRRS": mrrs,
                         "MPRACE_BUSY": busy, "MPRACE_BAD": bad, "MPRACE_TOGGLE": toggle,

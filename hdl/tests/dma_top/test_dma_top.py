@@ -1438,14 +1438,16 @@ async def throughput(dut):
             assert (await tb.rd("CHECK_WORDS"), await tb.rd("CHECK_ERRORS")) == (total // 4, 0)
         for ch in mode:
             await halt(tb, ch)
-    out = hdl_runner.build_root() / f"throughput-w{tb.width}.csv"
+    out = (hdl_runner.build_root() /
+           f"throughput-w{tb.width}-mps{tb.mps}-mrrs{tb.mrrs}-gen{tb.gen}.csv")
     with open(out, "w") as f:
         f.write("run,direction,bytes,ns,GBps,tlp_max_GBps,link_tlp_max_GBps,percent\n")
         for run_, ch, nb, t, g in rows:
             f.write(f"{run_},{ch},{nb},{t:.0f},{g:.3f},{bound[ch]:.3f},{lim['link']:.3f},"
                     f"{100 * g / bound[ch]:.1f}\n")
     for run_, ch, nb, t, g in rows:
-        msg = (f"THROUGHPUT {run_:7s} {ch} MPS {tb.mps}: {nb} bytes in {t:.0f} ns = {g:.3f} GB/s; "
+        msg = (f"THROUGHPUT {run_:7s} {ch} {tb.width} bit Gen{tb.gen} x{tb.lanes} MPS {tb.mps} "
+               f"MRRS {tb.mrrs}: {nb} bytes in {t:.0f} ns = {g:.3f} GB/s; "
                f"TLP-limited max {bound[ch]:.3f} GB/s (link {lim['link']:.3f}, {tb.width}-bit "
                f"interface {lim['rq' if ch == C2H else 'rc']:.3f}) = {100 * g / bound[ch]:.1f} %")
         tb.log.info(msg)
@@ -1552,7 +1554,9 @@ WIDTHS = (256, 512)
 WIDE_SUBSET = {"registers", "c2h_mps512", "c2h_packet_edges128", "h2c_mrrs1024",
                "h2c_split_rcb_pauses", "h2c_reordered", "test_logic", "interrupts_msi32",
                "abort_reset", "desc_errors_C2H", "desc_errors_H2C", "h2c_read_errors_r1",
-               "c2h_source_switch", "status_after_control", "throughput", "soak"}
+               "c2h_source_switch", "status_after_control", "throughput_mps256_mrrs512_gen3",
+               "throughput_mps512_mrrs512_gen3", "throughput_mps256_mrrs1024_gen3",
+               "throughput_mps512_mrrs1024_gen3", "throughput_mps512_mrrs1024_gen4", "soak"}
 pytestmark = pytest.mark.parametrize("width", WIDTHS, ids=lambda w: f"w{w}")
 
 
@@ -1645,12 +1649,25 @@ def test_addr64(width):
     run("addr64", seed=61, width=width)
 
 
-def test_throughput(width):
-    """Prints the figures (and writes throughput-w<width>.csv in the build directory); no timing
-    assertion. MPRACE_BENCH_BYTES sets the size of each transfer."""
+# link settings of the figures: (MPS, MRRS, PCIe generation); make check runs the first
+THROUGHPUT_SETTINGS = [(256, 512, 3), (256, 1024, 3), (512, 512, 3), (512, 1024, 3),
+                       (512, 1024, 4)]
+
+
+@pytest.mark.parametrize("mps,mrrs,gen", THROUGHPUT_SETTINGS,
+                         ids=[f"mps{m}_mrrs{r}_gen{g}" for m, r, g in THROUGHPUT_SETTINGS])
+def test_throughput(mps, mrrs, gen, width):
+    """Prints the figures (and writes throughput-w<width>-mps<M>-mrrs<R>-gen<G>.csv in the build
+    directory); no timing assertion. MPRACE_BENCH_BYTES sets the size of each transfer.
+    Settings beyond the first with HDL_FIGURES=1; generation 4 (Gen4 x8) only at 512 bits."""
+    if (mps, mrrs, gen) != THROUGHPUT_SETTINGS[0] and not os.environ.get("HDL_FIGURES"):
+        pytest.skip("more link settings with HDL_FIGURES=1")
+    if gen == 4 and width != 512:
+        pytest.skip("Gen4 x8 is an UltraScale+ (512-bit) setting")
     size = os.environ.get("MPRACE_BENCH_BYTES", str((2 << 20) if os.environ.get("HDL_SOAK") else (512 << 10)))
-    run("throughput", mps=256, mrrs=512, bytes=size, width=width)
-    print((hdl_runner.build_root() / f"throughput-w{width}.csv").read_text())
+    name = f"throughput_mps{mps}_mrrs{mrrs}_gen{gen}"
+    run("throughput", name, mps=mps, mrrs=mrrs, gen=gen, bytes=size, width=width)
+    print((hdl_runner.build_root() / f"throughput-w{width}-mps{mps}-mrrs{mrrs}-gen{gen}.csv").read_text())
 
 
 def test_max_desc(width):

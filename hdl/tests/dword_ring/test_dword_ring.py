@@ -11,13 +11,13 @@ from cocotb.triggers import RisingEdge, ReadOnly
 import hdl_runner
 from mprace_tb import env_int, quiet_logs
 
-LANES = 8
 
 
 @cocotb.test()
 async def random_access(dut):
     quiet_logs(dut)
     depth = 1 << len(dut.wr_pos)
+    LANES = len(dut.wr_en)
     rng = random.Random(env_int("MPRACE_SEED", 1))
     cocotb.start_soon(Clock(dut.clk, 4, "ns").start())
     dut.wr_en.value = 0
@@ -30,7 +30,7 @@ async def random_access(dut):
     # fill the whole ring so that every read below has a known answer
     for pos in range(0, depth, LANES):
         words = [rng.getrandbits(32) for _ in range(LANES)]
-        dut.wr_en.value = 0xFF
+        dut.wr_en.value = (1 << LANES) - 1
         dut.wr_pos.value = pos
         dut.wr_data.value = sum(w << (32 * i) for i, w in enumerate(words))
         for i, w in enumerate(words):
@@ -69,8 +69,11 @@ async def random_access(dut):
     assert checked > 1000
 
 
-@pytest.mark.parametrize("depth_log2", [4, 6, 12])
-def test_dword_ring(depth_log2):
+@pytest.mark.parametrize("width", [256, 512], ids=lambda w: f"w{w}")
+@pytest.mark.parametrize("depth_log2", ["min", 6, 12])
+def test_dword_ring(depth_log2, width):
+    if depth_log2 == "min":                   # two rows of one beat
+        depth_log2 = (width // 32).bit_length()
     hdl_runner.run("mprace_dword_ring", "test_dword_ring", "random_access",
-                   f"dword_ring_{depth_log2}", env={"MPRACE_SEED": depth_log2},
-                   parameters={"depth_log2_g": depth_log2})
+                   f"dword_ring_{depth_log2}_w{width}", env={"MPRACE_SEED": depth_log2},
+                   parameters={"depth_log2_g": depth_log2, "data_w_g": width})

@@ -11,7 +11,7 @@ use work.engine_spec_pkg.all;
 use work.mprace_dma_pkg.all;
 
 entity rd_tb is
-  generic (ring_log2_g : positive := 12);
+  generic (data_w_g : positive := 256; ring_log2_g : positive := 12);
   port (
     clk, rst   : in  std_logic;
     mps_dw     : in  std_logic_vector(10 downto 0);
@@ -24,21 +24,21 @@ entity rd_tb is
     job_pos    : in  std_logic_vector(31 downto 0);
     space_base : in  std_logic_vector(31 downto 0);
     discard    : in  std_logic;
-    rq_tdata   : out std_logic_vector(255 downto 0) := (others => '0');
-    rq_tkeep   : out std_logic_vector(7 downto 0) := (others => '0');
+    rq_tdata   : out std_logic_vector(data_w_g-1 downto 0) := (others => '0');
+    rq_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0) := (others => '0');
     rq_tuser   : out std_logic_vector(59 downto 0) := (others => '0');
     rq_tlast   : out std_logic := '0';
     rq_tvalid  : out std_logic := '0';
     rq_tready  : in  std_logic;
-    s_axis_rc_tdata  : in  std_logic_vector(255 downto 0);
-    s_axis_rc_tkeep  : in  std_logic_vector(7 downto 0);
-    s_axis_rc_tuser  : in  std_logic_vector(74 downto 0);
+    s_axis_rc_tdata  : in  std_logic_vector(data_w_g-1 downto 0);
+    s_axis_rc_tkeep  : in  std_logic_vector(data_w_g/32-1 downto 0);
+    s_axis_rc_tuser  : in  std_logic_vector(rc_user_w(data_w_g)-1 downto 0);
     s_axis_rc_tlast  : in  std_logic;
     s_axis_rc_tvalid : in  std_logic;
     s_axis_rc_tready : out std_logic := '0';
-    ring_wr_en   : out std_logic_vector(7 downto 0) := (others => '0');
+    ring_wr_en   : out std_logic_vector(data_w_g/32-1 downto 0) := (others => '0');
     ring_wr_pos  : out std_logic_vector(ring_log2_g-1 downto 0) := (others => '0');
-    ring_wr_data : out std_logic_vector(255 downto 0) := (others => '0');
+    ring_wr_data : out std_logic_vector(data_w_g-1 downto 0) := (others => '0');
     ready_pos  : out std_logic_vector(31 downto 0) := (others => '0');
     err_valid  : out std_logic := '0';
     err_pos    : out std_logic_vector(31 downto 0) := (others => '0');
@@ -54,13 +54,14 @@ architecture wrap of rd_tb is
   signal cpl_tag   : unsigned(7 downto 0);
   signal cpl_err   : std_logic_vector(3 downto 0);
   signal cpl_bytes : unsigned(12 downto 0);
-  signal cpl_data  : std_logic_vector(255 downto 0);
-  signal cpl_keep  : std_logic_vector(7 downto 0);
+  signal cpl_data  : std_logic_vector(data_w_g-1 downto 0);
+  signal cpl_keep  : std_logic_vector(data_w_g/32-1 downto 0);
   signal rp, ep    : pos_t;
 begin
   link <= (mps_dw => unsigned(mps_dw), mrrs_dw => unsigned(mrrs_dw), rcb128 => rcb128);
 
   i_rc : entity work.mprace_pcie_us_rc
+    generic map (data_w_g => data_w_g)
     port map (
       clk => clk, rst => rst,
       s_axis_rc_tdata => s_axis_rc_tdata, s_axis_rc_tkeep => s_axis_rc_tkeep,
@@ -71,7 +72,7 @@ begin
       cpl_data => cpl_data, cpl_keep => cpl_keep);
 
   i_rd : entity work.mprace_dma_rd
-    generic map (ring_log2_g => ring_log2_g)
+    generic map (data_w_g => data_w_g, ring_log2_g => ring_log2_g)
     port map (
       clk => clk, rst => rst, link => link,
       job_valid => job_valid, job_ready => job_ready, job_addr => job_addr,

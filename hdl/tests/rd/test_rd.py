@@ -161,7 +161,7 @@ async def read(dut):
         if en:
             wpos = int(dut.ring_wr_pos.value)
             data = int(dut.ring_wr_data.value)
-            for lane in range(8):
+            for lane in range(len(dut.ring_wr_en)):
                 if en >> lane & 1:
                     ring[(wpos + lane) % RING] = (data >> (32 * lane)) & MASK32
         raw_ready = int(dut.ready_pos.value)
@@ -226,10 +226,12 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("width", [256, 512], ids=lambda w: f"w{w}")
 @pytest.mark.parametrize("case", list(CASES))
-def test_rd(case):
+def test_rd(case, width):
     mrrs, rcb, busy, fail = CASES[case]
-    hdl_runner.run("rd_tb", "test_rd", "read", f"rd_{case}",
+    hdl_runner.run("rd_tb", "test_rd", "read", f"rd_{case}_w{width}",
+                   parameters={"data_w_g": width},
                    env={"MPRACE_SEED": env_int("MPRACE_SEED", 0) or (len(case) * 15485863 + mrrs),
                         "MPRACE_MRRS": mrrs, "MPRACE_RCB": rcb, "MPRACE_BUSY": busy,
                         "MPRACE_FAIL": fail, "MPRACE_COUNT": 30},

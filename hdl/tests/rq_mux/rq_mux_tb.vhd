@@ -3,19 +3,23 @@
 library ieee;
 use ieee.std_logic_1164.all;
 
+library work;
+use work.mprace_dma_pkg.all;
+
 entity rq_mux_tb is
+  generic (data_w_g : positive := 256);
   port (
     clk, rst : in std_logic;
-    s0_axis_tdata, s1_axis_tdata, s2_axis_tdata : in  std_logic_vector(255 downto 0);
-    s0_axis_tkeep, s1_axis_tkeep, s2_axis_tkeep : in  std_logic_vector(7 downto 0);
+    s0_axis_tdata, s1_axis_tdata, s2_axis_tdata : in  std_logic_vector(data_w_g-1 downto 0);
+    s0_axis_tkeep, s1_axis_tkeep, s2_axis_tkeep : in  std_logic_vector(data_w_g/32-1 downto 0);
     s0_axis_tuser, s1_axis_tuser, s2_axis_tuser : in  std_logic_vector(59 downto 0);
     s0_axis_tlast, s1_axis_tlast, s2_axis_tlast : in  std_logic;
     s0_axis_tvalid, s1_axis_tvalid, s2_axis_tvalid : in  std_logic;
     s0_axis_tready, s1_axis_tready, s2_axis_tready : out std_logic := '0';
     s0_sent, s1_sent, s2_sent : out std_logic := '0';
-    m_axis_rq_tdata  : out std_logic_vector(255 downto 0) := (others => '0');
-    m_axis_rq_tkeep  : out std_logic_vector(7 downto 0) := (others => '0');
-    m_axis_rq_tuser  : out std_logic_vector(59 downto 0) := (others => '0');
+    m_axis_rq_tdata  : out std_logic_vector(data_w_g-1 downto 0) := (others => '0');
+    m_axis_rq_tkeep  : out std_logic_vector(data_w_g/32-1 downto 0) := (others => '0');
+    m_axis_rq_tuser  : out std_logic_vector(rq_user_w(data_w_g)-1 downto 0) := (others => '0');
     m_axis_rq_tlast  : out std_logic := '0';
     m_axis_rq_tvalid : out std_logic := '0';
     m_axis_rq_tready : in  std_logic
@@ -26,7 +30,7 @@ architecture wrap of rq_mux_tb is
   signal tready, sent : std_logic_vector(2 downto 0);
 begin
   i_mux : entity work.mprace_pcie_us_rq_mux
-    generic map (ports_g => 3)
+    generic map (data_w_g => data_w_g, ports_g => 3)
     port map (
       clk => clk, rst => rst,
       s_tdata  => s2_axis_tdata & s1_axis_tdata & s0_axis_tdata,

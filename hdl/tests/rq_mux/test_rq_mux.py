@@ -50,13 +50,26 @@ async def random_packets(dut):
 
     count = env_int("MPRACE_COUNT", 60)
     expected = [[] for _ in range(PORTS)]
+    lanes = len(dut.m_axis_rq_tkeep)
+
+    def core_user(user, n):
+        """The sideband the core gets for a packet of n dwords with internal sideband `user`:
+        the same at 256 bits; at 512 UltraScale+'s layout (PG213) in the first and last beat."""
+        if lanes == 8:
+            return user, user
+        first = (user & 0xF) | ((user >> 4) & 0xF) << 8 | 1 << 20
+        last = 1 << 26 | ((n - 1) % lanes) << 28
+        if n <= lanes:
+            return first | last, first | last
+        return first, last
 
     async def feed(p):
         prng = random.Random(rng.getrandbits(32))
         for k in range(count):
-            words = [prng.getrandbits(32) for _ in range(prng.randint(1, 8 * prng.choice([1, 1, 4])))]
+            words = [prng.getrandbits(32) for _ in range(prng.randint(1, lanes * prng.choice([1, 1, 4])))]
+            words[0] = (words[0] & 0x0FFFFFFF) | p << 28       # which input, also at 512 bits
             user = (p << 8) | (k & 0xFF)
-            expected[p].append((words, user))
+            expected[p].append((words, core_user(user, len(words))))
             await sources[p].send(AxiStreamFrame(words, tuser=user))
             if busy and prng.random() < busy:
                 await sources[p].wait()
@@ -67,18 +80,23 @@ async def random_packets(dut):
     for _ in range(PORTS * count):
         frame = await sink.recv()
         users = frame.tuser if isinstance(frame.tuser, list) else [frame.tuser]
-        p = users[0] >> 8
-        received[p].append((list(frame.tdata), users[0]))
+        p = frame.tdata[0] >> 28
+        received[p].append((list(frame.tdata), (users[0], users[-1])))
     await Timer(100, "ns")
     for p in range(PORTS):
-        assert received[p] == expected[p], f"input {p}: packets changed, lost or reordered"
+        bad = [k for k, (r, e) in enumerate(zip(received[p], expected[p])) if r != e]
+        assert received[p] == expected[p], \
+            (f"input {p}: packets changed, lost or reordered, first at {bad[:1]}: "
+             f"{[(len(received[p][k][0]), received[p][k][1], expected[p][k][1]) for k in bad[:1]]}")
         assert sent[p] == count, f"input {p}: {sent[p]} sent pulses for {count} packets"
     assert not mon.errors, mon.errors[:3]
     assert mon.packets == PORTS * count
 
 
+@pytest.mark.parametrize("width", [256, 512], ids=lambda w: f"w{w}")
 @pytest.mark.parametrize("busy", [0, 30, 70])
-def test_rq_mux(busy):
-    hdl_runner.run("rq_mux_tb", "test_rq_mux", "random_packets", f"rq_mux_{busy}",
+def test_rq_mux(busy, width):
+    hdl_runner.run("rq_mux_tb", "test_rq_mux", "random_packets", f"rq_mux_{busy}_w{width}",
+                   parameters={"data_w_g": width},
                    env={"MPRACE_SEED": busy + 1, "MPRACE_BUSY": busy},
                    extra_sources=["rq_mux/rq_mux_tb.vhd"])

@@ -207,10 +207,12 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("width", [256, 512], ids=lambda w: f"w{w}")
 @pytest.mark.parametrize("case", list(CASES))
-def test_wr(case):
+def test_wr(case, width):
     mps, busy, packets, ending = CASES[case]
-    hdl_runner.run("wr_tb", "test_wr", "write", f"wr_{case}",
+    hdl_runner.run("wr_tb", "test_wr", "write", f"wr_{case}_w{width}",
+                   parameters={"data_w_g": width},
                    env={"MPRACE_SEED": env_int("MPRACE_SEED", 0) or (len(case) * 104729 + mps),
                         "MPRACE_MPS": mps, "MPRACE_BUSY": busy, "MPRACE_PACKETS": packets,
                         "MPRACE_END": ending, "MPRACE_COUNT": 30},

@@ -11,12 +11,12 @@ use work.engine_spec_pkg.all;
 use work.mprace_dma_pkg.all;
 
 entity wr_tb is
-  generic (ring_log2_g : positive := 12);
+  generic (data_w_g : positive := 256; ring_log2_g : positive := 12);
   port (
     clk, rst     : in  std_logic;
     mps_dw       : in  std_logic_vector(10 downto 0);
-    s_axis_tdata  : in  std_logic_vector(255 downto 0);
-    s_axis_tkeep  : in  std_logic_vector(7 downto 0);
+    s_axis_tdata  : in  std_logic_vector(data_w_g-1 downto 0);
+    s_axis_tkeep  : in  std_logic_vector(data_w_g/32-1 downto 0);
     s_axis_tlast  : in  std_logic;
     s_axis_tvalid : in  std_logic;
     use_tlast     : in  std_logic;   -- '0': the frames' tlast is not passed (an endless stream)
@@ -31,8 +31,8 @@ entity wr_tb is
     job_rec_addr : in  std_logic_vector(63 downto 0);
     abort        : in  std_logic;
     abort_code   : in  std_logic_vector(7 downto 0);
-    rq_tdata     : out std_logic_vector(255 downto 0) := (others => '0');
-    rq_tkeep     : out std_logic_vector(7 downto 0) := (others => '0');
+    rq_tdata     : out std_logic_vector(data_w_g-1 downto 0) := (others => '0');
+    rq_tkeep     : out std_logic_vector(data_w_g/32-1 downto 0) := (others => '0');
     rq_tuser     : out std_logic_vector(59 downto 0) := (others => '0');
     rq_tlast     : out std_logic := '0';
     rq_tvalid    : out std_logic := '0';
@@ -48,9 +48,9 @@ end entity wr_tb;
 
 architecture wrap of wr_tb is
   signal job : desc_entry_r;
-  signal ring_wr_en  : std_logic_vector(7 downto 0);
+  signal ring_wr_en  : std_logic_vector(data_w_g/32-1 downto 0);
   signal ring_wr_pos, ring_rd_pos : std_logic_vector(ring_log2_g-1 downto 0);
-  signal ring_wr_data, ring_rd_data : std_logic_vector(255 downto 0);
+  signal ring_wr_data, ring_rd_data : std_logic_vector(data_w_g-1 downto 0);
   signal rd_pos, wr_commit, eop_pos : pos_t;
   signal eop_valid, eop_pop, cleared : std_logic;
   signal tvalid, tlast, sent : std_logic;
@@ -64,7 +64,7 @@ begin
   rq_tlast  <= tlast;
 
   i_src : entity work.mprace_dma_c2h_src
-    generic map (ring_log2_g => ring_log2_g)
+    generic map (data_w_g => data_w_g, ring_log2_g => ring_log2_g)
     port map (
       clk => clk, rst => rst, flush => cleared,
       s_tdata => s_axis_tdata, s_tkeep => s_axis_tkeep, s_tlast => s_axis_tlast and use_tlast,
@@ -74,13 +74,13 @@ begin
       eop_pop => eop_pop, progress => open);
 
   i_ring : entity work.mprace_dword_ring
-    generic map (depth_log2_g => ring_log2_g)
+    generic map (data_w_g => data_w_g, depth_log2_g => ring_log2_g)
     port map (
       clk => clk, wr_en => ring_wr_en, wr_pos => ring_wr_pos, wr_data => ring_wr_data,
       rd_en => '1', rd_pos => ring_rd_pos, rd_data => ring_rd_data);
 
   i_wr : entity work.mprace_dma_wr
-    generic map (ring_log2_g => ring_log2_g)
+    generic map (data_w_g => data_w_g, ring_log2_g => ring_log2_g)
     port map (
       clk => clk, rst => rst, mps_dw => unsigned(mps_dw),
       job_valid => job_valid, job_ready => job_ready, job => job, job_rec_addr => job_rec_addr,
