@@ -259,14 +259,18 @@ begin
     v.want := want;
 
     -- into the FIFO in order: what waits first, then what arrived now
-    for i in cand'range loop
+    cand := (others => ENTRY_INIT_c);
+    for i in 0 to PEND_c-1 loop
       if i < r.pn then
         cand(i) := r.pend(i);
-      elsif i - r.pn < PER_BEAT_c then
-        cand(i) := fresh(i - r.pn);
-      else
-        cand(i) := ENTRY_INIT_c;
       end if;
+    end loop;
+    for i in cand'range loop
+      for k in 0 to PER_BEAT_c-1 loop
+        if r.pn + k = i and k < nfresh then
+          cand(i) := fresh(k);
+        end if;
+      end loop;
     end loop;
     total := r.pn + nfresh;
     if total /= 0 then

@@ -1,7 +1,9 @@
-"""The engine stays synthesizable: GHDL's synthesis (ghdl --synth) elaborates mprace_dma_top into
-a netlist without errors and without inferring a latch. A rough resource estimate from Yosys
+"""The engine stays synthesizable at both widths: GHDL's synthesis (ghdl --synth) elaborates
+mprace_dma_top into a netlist without errors and without inferring a latch. A rough resource estimate from Yosys
 is made by yosys_estimate.py in this directory (not part of the suite)."""
 import subprocess
+
+import pytest
 
 import hdl_runner
 
@@ -19,24 +21,32 @@ def ghdl_synth(extra=(), top="mprace_dma_top", more_sources=()):
                           capture_output=True, text=True)
 
 
-def test_ghdl_synth():
-    res = ghdl_synth()
+@pytest.mark.parametrize("width", [256, 512], ids=lambda w: f"w{w}")
+def test_ghdl_synth(width):
+    res = ghdl_synth([f"-gdata_w_g={width}"])
     assert res.returncode == 0, res.stderr[-2000:]
     assert "latch" not in res.stderr.lower(), res.stderr[-2000:]
     assert "entity mprace_dma_top" in res.stdout
-    # the data rings became RAMs, not registers
-    assert res.stderr.count('found RAM "g_bank') >= 8, res.stderr[-2000:]
+    # the data rings became RAMs, not registers: one bank per dword lane (GHDL names each
+    # bank once for both rings)
+    assert res.stderr.count('found RAM "g_bank') >= width // 32, res.stderr[-2000:]
 
 
-def test_board_wrapper_synth():
-    """The board wrapper (hdl/board) synthesizes with the engine inside and exactly two black
+# board wrapper, its PCIe block and reference-clock buffer (black boxes)
+BOARDS = {"mprace_board_us_gen3x8": ("pcie3_ultrascale_0", "ibufds_gte3"),
+          "mprace_board_usp_gen3x16": ("pcie4_uscale_plus_0", "ibufds_gte4")}
+
+
+@pytest.mark.parametrize("board", list(BOARDS))
+def test_board_wrapper_synth(board):
+    """The board wrappers (hdl/board) synthesize with the engine inside and exactly two black
     boxes: the PCIe block and the reference-clock buffer."""
-    res = ghdl_synth(top="mprace_board_us_gen3x8",
-                     more_sources=[BOARD / "mprace_board_us_gen3x8.vhd"])
+    res = ghdl_synth(top=board, more_sources=[BOARD / f"{board}.vhd"])
     assert res.returncode == 0, res.stderr[-2000:]
     assert "latch" not in res.stderr.lower(), res.stderr[-2000:]
     unbound = [line for line in res.stderr.splitlines() if "is not bound" in line]
     assert len(unbound) == 2, unbound
-    assert any('"pcie3_ultrascale_0"' in u for u in unbound)
-    assert any('"ibufds_gte3"' in u.lower() for u in unbound)
-    assert "entity mprace_board_us_gen3x8" in res.stdout
+    block, refclk = BOARDS[board]
+    assert any(f'"{block}"' in u for u in unbound), unbound
+    assert any(f'"{refclk}"' in u.lower() for u in unbound), unbound
+    assert f"entity {board}" in res.stdout

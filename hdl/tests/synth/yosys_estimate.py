@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Rough resource estimate of mprace_dma_top: GHDL synthesizes the VHDL to a Verilog netlist,
 Yosys maps it with synth_xilinx (UltraScale). Needs ghdl and yosys (Debian packages); takes a
-few minutes. Usage: yosys_estimate.py [WORKDIR]
+few minutes. Usage: yosys_estimate.py [--width 256|512] [WORKDIR]
 
 GHDL 2.0 writes its one-hot selections as `case` without a default, which Yosys would turn into
 latches; they are complete, so a `default: x` is added before Yosys reads the netlist."""
+import argparse
 import re
 import subprocess
 import sys
@@ -16,12 +17,17 @@ import hdl_runner  # noqa: E402
 
 
 def main():
-    work = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="mprace-synth-"))
+    ap = argparse.ArgumentParser(description="Yosys resource estimate of mprace_dma_top")
+    ap.add_argument("--width", type=int, choices=(256, 512), default=256,
+                    help="datapath width (the generic data_w_g)")
+    ap.add_argument("workdir", nargs="?", help="where the netlist and the log go")
+    args = ap.parse_args()
+    work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="mprace-synth-"))
     work.mkdir(parents=True, exist_ok=True)
     files = [str(f) for f in hdl_runner.SOURCES]
     subprocess.run(["ghdl", "-a", "--std=08", f"--workdir={work}"] + files, check=True)
     net = subprocess.run(["ghdl", "--synth", "--std=08", f"--workdir={work}", "--out=verilog",
-                          "mprace_dma_top"], check=True, capture_output=True, text=True).stdout
+                          f"-gdata_w_g={args.width}", "mprace_dma_top"], check=True, capture_output=True, text=True).stdout
     lines, out, i = net.split("\n"), [], 0
     while i < len(lines):
         out.append(lines[i])
@@ -48,7 +54,7 @@ def main():
     cells = dict(re.findall(r"^\s+(\w+)\s+(\d+)$", stat, re.M))
     luts = sum(int(v) for k, v in cells.items() if re.fullmatch(r"LUT\d", k))
     ffs = sum(int(v) for k, v in cells.items() if k.startswith("FD"))
-    print(f"LUTs {luts}  FFs {ffs}  RAMB18E2 {cells.get('RAMB18E2', 0)}  "
+    print(f"width {args.width}: LUTs {luts}  FFs {ffs}  RAMB18E2 {cells.get('RAMB18E2', 0)}  "
           f"RAM32M16 {cells.get('RAM32M16', 0)}  latches {cells.get('LDCE', 0)}")
     return log.returncode
 
