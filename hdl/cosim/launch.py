@@ -82,8 +82,12 @@ def main():
         "COCOTB_LOG_LEVEL": env.get("COCOTB_LOG_LEVEL", "WARNING"),
         "PYTHONDONTWRITEBYTECODE": "1",
     })
+    width = env.get("MPRACE_SIM_WIDTH", "256")
+    if width not in ("256", "512"):
+        sys.exit(f"sim: width {width}: the engine is 256 or 512 bits wide")
     cmd = ["ghdl", "-r", "--work=top", "--std=08", f"--workdir={bdir}", TOPLEVEL,
-           "--vpi=" + cfg.lib_entry("vpi", "ghdl"), "--ieee-asserts=disable-at-0"]
+           f"-gdata_w_g={width}", "--vpi=" + cfg.lib_entry("vpi", "ghdl"),
+           "--ieee-asserts=disable-at-0"]
     if env.get("MPRACE_SIM_WAVE"):
         cmd.append(f"--wave={env['MPRACE_SIM_WAVE']}")
     os.chdir(bdir)

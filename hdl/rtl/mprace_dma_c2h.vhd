@@ -17,7 +17,8 @@ use work.mprace_dma_pkg.all;
 
 entity mprace_dma_c2h is
   generic (
-    data_w_g : positive := 256;   -- datapath: 256 or 512 bits
+    data_w_g    : positive := 256;    -- datapath: 256 or 512 bits
+    straddle_g  : boolean := false;   -- TLPs may straddle beats of the request stream (512)
     ring_log2_g : positive := 12
   );
   port (
@@ -224,7 +225,7 @@ begin
       rd_en => '1', rd_pos => ring_rd_pos, rd_data => ring_rd_data);
 
   i_wr : entity work.mprace_dma_wr
-    generic map (data_w_g => data_w_g, ring_log2_g => ring_log2_g)
+    generic map (data_w_g => data_w_g, straddle_g => straddle_g, ring_log2_g => ring_log2_g)
     port map (
       clk => clk, rst => rst, mps_dw => link.mps_dw,
       job_valid => job_valid, job_ready => job_ready, job => desc, job_rec_addr => job_rec_addr,

@@ -27,8 +27,16 @@ package mprace_dma_pkg is
   -- cfg_max_payload: 3 bits on the Gen3 cores, 2 on UltraScale+
   function cfg_mps_w(data_w : positive) return positive;
 
-  -- the engine's internal RQ sideband: the 256-bit interface's layout
-  constant RQ_USER_W_c : natural := 60;
+  -- The engine's internal RQ sideband: the 256-bit interface's layout in 59:0, then what a
+  -- straddled beat of the 512-bit interface needs besides (the C2H write engine packs a TLP
+  -- into the upper half of the beat that ends the one before it):
+  --   RQU_SOP_HI_c  the TLP starting in this beat starts in lane 8 (its byte enables in 7:0)
+  --   RQU_EOP_MID_c a TLP ends in this beat before lane 8 and another continues
+  --   RQU_EOP_PTR_c its last lane (4 bits)
+  constant RQU_SOP_HI_c  : natural := 60;
+  constant RQU_EOP_MID_c : natural := 61;
+  constant RQU_EOP_PTR_c : natural := 62;
+  constant RQ_USER_W_c   : natural := 66;
 
   -- requester request types (RQ descriptor dword 2, bits 14:11) and completion status
   constant REQ_MEM_READ_c  : std_logic_vector(3 downto 0) := "0000";

@@ -25,6 +25,8 @@ use work.mprace_dma_pkg.all;
 entity mprace_dma_top is
   generic (
     data_w_g        : positive := 256;    -- datapath and interface width: 256 or 512
+    rq_straddle_g   : boolean := true;    -- 512: C2H writes straddle RQ beats (the core's
+                                          -- RQ straddle option must be on); ignored at 256
     clk_mhz_g       : positive := 250;    -- user_clk frequency (CLOCK_MHZ, TIMEOUT_US)
     c2h_ring_log2_g : positive := 12;     -- C2H data ring: 2**n dwords (loopback FIFO)
     h2c_ring_log2_g : positive := 12;     -- H2C reassembly ring: 2**n dwords
@@ -306,7 +308,8 @@ begin
   data_flush <= test_wr or (pg_seed_wr and (c2h_source ?= SRC_GEN_c));
 
   i_c2h : entity work.mprace_dma_c2h
-    generic map (data_w_g => data_w_g, ring_log2_g => c2h_ring_log2_g)
+    generic map (data_w_g => data_w_g, straddle_g => rq_straddle_g and data_w_g = 512,
+                 ring_log2_g => c2h_ring_log2_g)
     port map (
       clk => user_clk, rst => rst, ctrl => chan_ctrl(CH_C2H_c), stat => chan_stat(CH_C2H_c),
       link => link, us_tick => us_tick, data_flush => data_flush,
@@ -353,7 +356,7 @@ begin
       cpl_keep => cpl_keep);
 
   i_rq : entity work.mprace_pcie_us_rq_mux
-    generic map (data_w_g => data_w_g, ports_g => PORTS_c)
+    generic map (data_w_g => data_w_g, ports_g => PORTS_c, bulk_g => P_C2H_WR_c)
     port map (
       clk => user_clk, rst => rst,
       s_tdata => q_tdata, s_tkeep => q_tkeep, s_tuser => q_tuser, s_tlast => q_tlast,

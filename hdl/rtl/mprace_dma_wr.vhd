@@ -14,6 +14,10 @@
 --     the engine takes no jobs until clear.
 --   * clear (channel reset, data flush) waits for the TLP in progress to leave, then forgets
 --     jobs and reports, and restarts the ring read position at 0 (`cleared` tells the source).
+--   * straddle_g (512 bits only): when the last beat of a TLP uses at most half the lanes and
+--     the next TLP of the job is ready, that TLP starts in the upper half of the same beat
+--     (UltraScale+ RQ straddling); the beat has no tlast and its sideband says where each TLP
+--     starts and ends (RQU_* in mprace_dma_pkg). A 256-byte TLP then takes 4.5 beats, not 5.
 -- Pipeline: stage 1 decides a beat and addresses the ring, stage 2 assembles it with the ring
 -- data into a small output queue; stage 1 only issues while the queue has room for it.
 -- Spec: docs/dma-engine.md sections 2 (completion record), 3 (MPS, 4 KiB), 4 (steps 4-5, packet
@@ -28,7 +32,8 @@ use work.mprace_dma_pkg.all;
 
 entity mprace_dma_wr is
   generic (
-    data_w_g : positive := 256;   -- datapath: 256 or 512 bits
+    data_w_g    : positive := 256;    -- datapath: 256 or 512 bits
+    straddle_g  : boolean := false;   -- two TLPs per beat (512 bits only)
     ring_log2_g : positive := 12
   );
   port (
@@ -80,10 +85,12 @@ architecture rtl of mprace_dma_wr is
   constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
 
   type state_t is (Idle_s, Hdr_s, Data_s, Rec_s);
-  type kind_t is (Hdr_k, Data_k, Rec_k);
+  type kind_t is (Hdr_k, Data_k, Rec_k, Merge_k);
 
   constant OUT_W_c : natural := DATA_W_c + LANES_c + RQ_USER_W_c + 1;
   constant HDR_DATA_c : natural := LANES_c - 4;   -- data dwords in a beat with the descriptor
+  constant HALF_c     : natural := LANES_c / 2;   -- where a straddled TLP starts
+  constant STRADDLE_c : boolean := straddle_g and LANES_c = 16;
   -- report queue entry: bytes, code, irq, stop, sequence number of the TLP to wait for
   constant REP_W_c : natural := DESC_LEN_BYTES_WIDTH_c + 8 + 2 + 8;
 
@@ -298,10 +305,36 @@ begin
           v.s2_valid := '1';
           v.s2_kind  := Data_k;
           v.s2_take  := take;
+          v.s2_user(RQU_SOP_HI_c)  := '0';    -- the descriptor's sideband, without a straddle
+          v.s2_user(RQU_EOP_MID_c) := '0';
           v.s2_last  := '0';
           v.rd_pos   := r.rd_pos + take;
           v.t_rem    := r.t_rem - take;
-          if r.t_rem <= LANES_c then
+          if STRADDLE_c and r.t_rem <= HALF_c and r.rem_dw /= 0 and r.plan_ok = '1' and
+             r.nlen > HALF_c - 4 and r.commit - next_pos >= r.nlen and
+             r.abort_pend = '0' and r.clear_pend = '0' then
+            -- the next TLP starts in the upper half of this beat: its descriptor in lanes
+            -- HALF_c.. HALF_c+3, its first data dwords after it
+            v.s2_kind  := Merge_k;
+            v.s2_hdr   := rq_desc(std_logic_vector(r.addr), r.nlen, REQ_MEM_WRITE_c, 0);
+            v.s2_user  := rq_user(r.nlen);
+            v.s2_user(RQU_SOP_HI_c)  := '1';
+            v.s2_user(RQU_EOP_MID_c) := '1';
+            v.s2_user(RQU_EOP_PTR_c+3 downto RQU_EOP_PTR_c) :=
+              std_logic_vector(resize(r.t_rem - 1, 4));
+            v.rd_pos   := r.rd_pos + r.t_rem + (HALF_c - 4);
+            v.t_rem    := r.nlen - (HALF_c - 4);
+            v.addr     := r.addr + shift_left(resize(r.nlen, 64), 2);
+            v.rem_dw   := r.rem_dw - r.nlen;
+            v.bytes    := r.bytes + shift_left(resize(r.nlen, DESC_LEN_BYTES_WIDTH_c), 2);
+            v.plan_ok  := '0';
+            v.progress := '1';
+            if r.nhit = '1' then
+              v.eop_pop := '1';
+              v.eop     := '1';
+              v.rem_dw  := (others => '0');
+            end if;
+          elsif r.t_rem <= LANES_c then
             v.s2_last := '1';
             v.issued  := r.issued + 1;
             if r.rem_dw = 0 then
@@ -401,6 +434,18 @@ begin
       when Rec_k =>
         d := (DATA_W_c-1 downto 192 => '0') & r.s2_rec & r.s2_hdr;
         keep := ones(6, LANES_c);
+      when Merge_k =>
+        -- lanes 0 .. take-1: the end of the TLP before; then the next TLP's descriptor at
+        -- HALF_c and its first dwords, which follow in the ring
+        for l in HALF_c + 4 to LANES_c-1 loop
+          for t in 1 to HALF_c loop
+            if r.s2_take = t then
+              d(32*l+31 downto 32*l) := dw(ring_rd_data, t + l - (HALF_c + 4));
+            end if;
+          end loop;
+        end loop;
+        d(32*HALF_c+127 downto 32*HALF_c) := r.s2_hdr;
+        keep := ones(LANES_c - HALF_c, LANES_c - HALF_c) & ones(r.s2_take, HALF_c);
     end case;
     o_in_data  <= d & keep & r.s2_user & r.s2_last;
     o_in_valid <= r.s2_valid;

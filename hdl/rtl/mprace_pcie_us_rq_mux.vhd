@@ -1,14 +1,21 @@
 -- mprace_pcie_us_rq_mux: merges the engine's request streams onto the core's requester request
 -- interface (m_axis_rq_*). Inputs are complete RQ packets (descriptor + payload, DWORD-aligned
--- mode); the mux grants them round-robin and switches only at packet boundaries. The core wants
+-- mode); the mux grants them round-robin and switches only at packet boundaries. Input
+-- bulk_g (the C2H writes) is granted only when no other input offers a packet: the others are
+-- one-beat read requests and records, bounded by what the engine has outstanding, and a packet
+-- of bulk writes may hold two TLPs when they straddle; so reads keep their share of RQ. The core wants
 -- every TLP in consecutive beats (tvalid high from first to last beat); the mux keeps a packet
 -- together and adds no gaps, so each input must deliver its packets without gaps, as all the
 -- engine's request sources do.
 -- `s_sent(p)` pulses when the last beat of a packet of input p has been taken by the core: the
 -- engine increments HEAD only after the completion record has left in this way.
--- The inputs carry the 256-bit interface's sideband (first/last byte enables in 7:0); at 512
--- bits the mux writes UltraScale+'s layout (PG213: byte enables of the first TLP in 3:0 and 11:8,
--- is_sop(0), is_eop(0) and the last dword's lane in is_eop0_ptr; no straddling).
+-- The inputs carry the engine's sideband (mprace_dma_pkg: the 256-bit interface's layout, first/
+-- last byte enables in 7:0, and the straddle fields); the output at 256 bits is its low 60 bits,
+-- at 512 bits UltraScale+'s layout (PG213): first/last byte enables of the TLP starting in the
+-- beat in 3:0 and 11:8, is_sop(0) with is_sop0_ptr (lane 0, or lane 8 when it straddles), and
+-- one or two TLP ends (is_eop, with each one's last lane in is_eop0_ptr / is_eop1_ptr). A beat
+-- in which one TLP ends and the next starts belongs to one input's packet, so the mux still
+-- switches inputs at tlast only.
 -- Spec: docs/dma-engine.md (section 2: record after the data; section 4 step 5).
 library ieee;
 use ieee.std_logic_1164.all;
@@ -20,7 +27,8 @@ use work.mprace_dma_pkg.all;
 entity mprace_pcie_us_rq_mux is
   generic (
     data_w_g : positive := 256;   -- datapath: 256 or 512 bits
-    ports_g : positive := 5
+    ports_g  : positive := 5;
+    bulk_g   : integer := -1      -- the input served last (-1: none)
   );
   port (
     clk            : in  std_logic;
@@ -89,11 +97,17 @@ begin
         if p >= ports_g then
           p := p - ports_g;
         end if;
-        if h = '0' and s_tvalid(p) = '1' then
+        if h = '0' and s_tvalid(p) = '1' and p /= bulk_g then
           g := p;
           h := '1';
         end if;
       end loop;
+      if h = '0' and bulk_g >= 0 and bulk_g < ports_g then
+        if s_tvalid(bulk_g) = '1' then
+          g := bulk_g;
+          h := '1';
+        end if;
+      end if;
     end if;
     grant <= g;
     have  <= h;
@@ -158,7 +172,7 @@ begin
   o_keep <= f_out_data(ENT_W_c-DATA_W_c-1 downto ENT_W_c-DATA_W_c-LANES_c);
 
   g_user_us : if data_w_g /= 512 generate
-    m_axis_rq_tuser <= o_user;
+    m_axis_rq_tuser <= o_user(59 downto 0);
   end generate;
 
   g_user_usp : if data_w_g = 512 generate
@@ -172,8 +186,26 @@ begin
         u(11 downto 8) := o_user(7 downto 4);             -- last_be of the first TLP
         u(20) := '1';                                     -- is_sop(0), starting in lane 0
       end if;
-      n := count_ones(o_keep);
-      if f_out_data(SEL_W_c) = '1' and n /= 0 then
+      if o_user(RQU_SOP_HI_c) = '1' then
+        u(3 downto 0)  := o_user(3 downto 0);
+        u(11 downto 8) := o_user(7 downto 4);
+        u(20) := '1';
+        u(23 downto 22) := "10";                          -- is_sop0_ptr: lane 8
+      end if;
+      n := 0;
+      for l in 0 to LANES_c-1 loop                        -- the last lane with data
+        if o_keep(l) = '1' then
+          n := l + 1;
+        end if;
+      end loop;
+      if o_user(RQU_EOP_MID_c) = '1' then
+        u(26) := '1';                                     -- is_eop(0): the TLP before
+        u(31 downto 28) := o_user(RQU_EOP_PTR_c+3 downto RQU_EOP_PTR_c);
+        if f_out_data(SEL_W_c) = '1' and n /= 0 then
+          u(27) := '1';                                   -- is_eop(1): the one that started
+          u(35 downto 32) := std_logic_vector(to_unsigned(n - 1, 4));
+        end if;
+      elsif f_out_data(SEL_W_c) = '1' and n /= 0 then
         u(26) := '1';                                     -- is_eop(0)
         u(31 downto 28) := std_logic_vector(to_unsigned(n - 1, 4));   -- its last dword
       end if;

@@ -128,9 +128,12 @@ class TB:
             self.lanes = 16 if self.gen == 3 else 8
         else:
             model, self.gen, self.lanes = UltraScalePcieDevice, 3, 8
+        # at 512 bits the engine straddles C2H writes on RQ (rq_straddle_g): the model then
+        # finds TLPs by the sideband's start and end pointers alone
+        extra = dict(rq_straddle=True) if self.width == 512 else {}
         self.dev = model(
             pcie_generation=self.gen, pcie_link_width=self.lanes, user_clk_frequency=250e6,
-            alignment="dword",
+            alignment="dword", **extra,
             max_payload_size=1024, enable_client_tag=True, enable_extended_tag=False,
             pf0_msi_enable=True, pf0_msi_count=msi_count,
             user_clk=dut.user_clk, user_reset=dut.user_reset,

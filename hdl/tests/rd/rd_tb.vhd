@@ -26,7 +26,7 @@ entity rd_tb is
     discard    : in  std_logic;
     rq_tdata   : out std_logic_vector(data_w_g-1 downto 0) := (others => '0');
     rq_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0) := (others => '0');
-    rq_tuser   : out std_logic_vector(59 downto 0) := (others => '0');
+    rq_tuser   : out std_logic_vector(RQ_USER_W_c-1 downto 0) := (others => '0');
     rq_tlast   : out std_logic := '0';
     rq_tvalid  : out std_logic := '0';
     rq_tready  : in  std_logic;

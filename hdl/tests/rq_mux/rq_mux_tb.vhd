@@ -12,7 +12,7 @@ entity rq_mux_tb is
     clk, rst : in std_logic;
     s0_axis_tdata, s1_axis_tdata, s2_axis_tdata : in  std_logic_vector(data_w_g-1 downto 0);
     s0_axis_tkeep, s1_axis_tkeep, s2_axis_tkeep : in  std_logic_vector(data_w_g/32-1 downto 0);
-    s0_axis_tuser, s1_axis_tuser, s2_axis_tuser : in  std_logic_vector(59 downto 0);
+    s0_axis_tuser, s1_axis_tuser, s2_axis_tuser : in  std_logic_vector(RQ_USER_W_c-1 downto 0);
     s0_axis_tlast, s1_axis_tlast, s2_axis_tlast : in  std_logic;
     s0_axis_tvalid, s1_axis_tvalid, s2_axis_tvalid : in  std_logic;
     s0_axis_tready, s1_axis_tready, s2_axis_tready : out std_logic := '0';

@@ -9,6 +9,7 @@ the bytes received; the completion record (RESULT_BYTES, RESULT_STATUS) follows 
 same stream; the reports come in descriptor order with code, bytes, IRQ and STOP. Variants: a
 descriptor that failed its checks (a record-only write, or with no valid slot a report alone),
 and an abort while the engine waits for data (a record of the bytes written so far, ABORTED)."""
+import collections
 import random
 
 import cocotb
@@ -22,6 +23,49 @@ from mprace_tb import PacketMonitor, env_int, pause_pattern, quiet_logs, rq_tlp
 
 DONE, ERROR, EOP = 1, 2, 4
 ABORTED = 7
+
+
+RQU_SOP_HI, RQU_EOP_MID, RQU_EOP_PTR = 60, 61, 62   # mprace_dma_pkg: the straddle sideband
+
+
+class TlpSplitter:
+    """The request stream as TLPs. A packet (frame up to tlast) holds one TLP, or with straddling
+    several back to back: the dwords with tkeep set are the TLPs one after the other, each its
+    4-dword descriptor and the payload its dword count says."""
+
+    def __init__(self, sink):
+        self.sink = sink
+        self.tlps = collections.deque()
+        self.merged = 0          # packets of more than one TLP
+
+    async def recv(self):
+        while not self.tlps:
+            frame = await self.sink.recv()
+            words = list(frame.tdata)
+            ends = []
+            while words:
+                size = 4 + (words[2] & 0x7FF)
+                self.tlps.append(AxiStreamFrame(words[:size]))
+                words = words[size:]
+                ends.append(size)
+            self.merged += len(ends) > 1
+            # the sideband (mprace_dma_pkg RQU_*) marks the beats in which a TLP starts in lane
+            # 8: that beat is the last `ptr`+1 dwords of the TLP before and the first 8 of the
+            # new one (cocotbext-axi keeps one tuser per dword with tkeep set)
+            users = frame.tuser if isinstance(frame.tuser, list) else [frame.tuser] * len(frame.tdata)
+            flag = [u >> RQU_SOP_HI & 1 for u in users]
+            assert flag == [u >> RQU_EOP_MID & 1 for u in users], "straddle bits apart"
+            want, at = [0] * len(users), 0
+            for size in ends[:-1]:
+                at += size
+                ptr = users[at] >> RQU_EOP_PTR & 0xF
+                assert flag[at] and ptr < 8, f"TLP at dword {at} of a packet not marked as straddling"
+                want[at - ptr - 1:at + 8] = [1] * (ptr + 9)
+            assert flag == want, f"straddle marks {flag}, want {want}"
+        return self.tlps.popleft()
+
+    def empty(self):
+        return not self.tlps and self.sink.empty()
 
 
 @cocotb.test()
@@ -44,10 +88,11 @@ async def write(dut):
     for _ in range(4):
         await RisingEdge(dut.clk)
     src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
-    rq = AxiStreamSink(AxiStreamBus.from_prefix(dut, "rq"), dut.clk, dut.rst)
+    rq_frames = AxiStreamSink(AxiStreamBus.from_prefix(dut, "rq"), dut.clk, dut.rst)
+    rq = TlpSplitter(rq_frames)
     mon = PacketMonitor(dut, "rq", dut.clk)
     if busy:
-        rq.set_pause_generator(pause_pattern(rng, busy))
+        rq_frames.set_pause_generator(pause_pattern(rng, busy))
         src.set_pause_generator(pause_pattern(random.Random(rng.getrandbits(32)), busy))
     dut.rst.value = 0
 
@@ -192,6 +237,8 @@ async def write(dut):
     want_reports = [dict(code=e["code"], bytes=e["bytes"], irq=e["irq"], stop=e["stop"]) for e in expected]
     assert reports == want_reports, f"reports differ: first {next((i, a, b) for i, (a, b) in enumerate(zip(reports + [None] * 9, want_reports)) if a != b)}"
     assert rq.empty(), "TLPs beyond the expected ones"
+    if env_int("MPRACE_STRADDLE", 0) and mps_dw > 8 and not packets:
+        assert rq.merged, "no TLP started in the upper half of a beat"
     assert not mon.errors, mon.errors[:3]
 
 
@@ -207,13 +254,15 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("width", [256, 512], ids=lambda w: f"w{w}")
+@pytest.mark.parametrize("width,straddle", [(256, 0), (512, 0), (512, 1)],
+                         ids=["w256", "w512", "w512s"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_wr(case, width):
+def test_wr(case, width, straddle):
     mps, busy, packets, ending = CASES[case]
-    hdl_runner.run("wr_tb", "test_wr", "write", f"wr_{case}_w{width}",
-                   parameters={"data_w_g": width},
+    hdl_runner.run("wr_tb", "test_wr", "write", f"wr_{case}_w{width}{'s' if straddle else ''}",
+                   parameters={"data_w_g": width, "straddle_g": "true" if straddle else "false"},
                    env={"MPRACE_SEED": env_int("MPRACE_SEED", 0) or (len(case) * 104729 + mps),
+                        "MPRACE_STRADDLE": straddle,
                         "MPRACE_MPS": mps, "MPRACE_BUSY": busy, "MPRACE_PACKETS": packets,
                         "MPRACE_END": ending, "MPRACE_COUNT": 30},
                    extra_sources=["wr/wr_tb.vhd"])

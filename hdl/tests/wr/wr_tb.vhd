@@ -11,7 +11,8 @@ use work.engine_spec_pkg.all;
 use work.mprace_dma_pkg.all;
 
 entity wr_tb is
-  generic (data_w_g : positive := 256; ring_log2_g : positive := 12);
+  generic (data_w_g : positive := 256; straddle_g : boolean := false;
+           ring_log2_g : positive := 12);
   port (
     clk, rst     : in  std_logic;
     mps_dw       : in  std_logic_vector(10 downto 0);
@@ -33,7 +34,7 @@ entity wr_tb is
     abort_code   : in  std_logic_vector(7 downto 0);
     rq_tdata     : out std_logic_vector(data_w_g-1 downto 0) := (others => '0');
     rq_tkeep     : out std_logic_vector(data_w_g/32-1 downto 0) := (others => '0');
-    rq_tuser     : out std_logic_vector(59 downto 0) := (others => '0');
+    rq_tuser     : out std_logic_vector(RQ_USER_W_c-1 downto 0) := (others => '0');
     rq_tlast     : out std_logic := '0';
     rq_tvalid    : out std_logic := '0';
     rq_tready    : in  std_logic;
@@ -80,7 +81,7 @@ begin
       rd_en => '1', rd_pos => ring_rd_pos, rd_data => ring_rd_data);
 
   i_wr : entity work.mprace_dma_wr
-    generic map (data_w_g => data_w_g, ring_log2_g => ring_log2_g)
+    generic map (data_w_g => data_w_g, straddle_g => straddle_g, ring_log2_g => ring_log2_g)
     port map (
       clk => clk, rst => rst, mps_dw => unsigned(mps_dw),
       job_valid => job_valid, job_ready => job_ready, job => job, job_rec_addr => job_rec_addr,
