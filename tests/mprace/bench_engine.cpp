@@ -17,9 +17,10 @@
 //    - "blocking": submit + wait one at a time (round-trip latency through the model).
 // 2. emu:link=gen3x8 (and each --link PRESET, e.g. ideal or gen2x4): C2H and H2C throughput
 //    with 16 MiB transfers, 4 in flight, against the rate the preset's link model gives
-//    (payload fraction of the lane rate at the MPS in use).
+//    (payload fraction of the lane rate at the MPS in use, or the engine interface's rate).
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -187,14 +188,23 @@ void idealLink(std::size_t ops)
 }
 
 // Effective payload rate of a PCIe link as the virtual board models it: lane rate after line
-// encoding, times lanes, times payload / (payload + per-TLP overhead) at the MPS in use.
-double presetRate(unsigned int gen, unsigned int lanes, unsigned int mps, unsigned int ovh)
+// encoding, times lanes, times payload / (payload + per-TLP overhead) at the MPS in use, unless
+// the engine's interface takes longer per TLP (docs/virtual-board.md, "Timing model").
+double presetRate(unsigned int gen, unsigned int lanes, unsigned int mps, Channel ch)
 {
 	double lane = gen == 1 ? 2.5e9 * 8 / 10 / 8 :
 		      gen == 2 ? 5e9 * 8 / 10 / 8 :
 		      gen == 3 ? 8e9 * 128 / 130 / 8 :
 				 16e9 * 128 / 130 / 8;
-	return lane * lanes * mps / (mps + ovh);
+	double raw = lane * lanes;
+	bool c2h = ch == Channel::C2H;
+	double wire_ns = (mps + (c2h ? 24 : 20)) / raw * 1e9;
+	unsigned int beat = raw > 8e9 ? 64 : 32, slot = c2h && beat == 64 ? 32 : beat;
+	unsigned int slots = ((c2h ? 16 : 12) + mps + slot - 1) / slot;
+	double iface_ns = slots * slot / static_cast<double>(beat) * 4.0;   // 250 MHz
+	if (raw > beat * 250e6)
+		iface_ns = 0;   // gen4x16: the link alone
+	return mps / std::max(wire_ns, iface_ns) * 1e9;
 }
 
 // link: "gen3x8" (the preset of the issue), or another preset for context; "ideal" has no
@@ -228,9 +238,7 @@ void throughput(const char *link, double gib)
 		report(what, rate / 1e9, "GB/s");
 		if (!gen)
 			continue;
-		// Overheads per TLP as the virtual board models them: memory write 24 bytes (C2H),
-		// read completion 20 bytes (H2C).
-		double model = presetRate(gen, lanes, mps, ch == Channel::C2H ? 24 : 20);
+		double model = presetRate(gen, lanes, mps, ch);
 		std::snprintf(what, sizeof(what), "%s %s preset model rate", link, to_string(ch));
 		report(what, model / 1e9, "GB/s");
 		std::snprintf(what, sizeof(what), "%s %s measured / model", link, to_string(ch));

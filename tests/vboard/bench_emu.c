@@ -231,13 +231,15 @@ static void rate(const char *name, uint64_t mib, uint32_t desc)
 /* ---- sg: user memory as libmprace maps it ---- */
 
 /* The model's rate in MB/s of large aligned transfers for direction ch (the documented
- * formula; 0 = no limit), from "link=genGxL" or "bw=N" in the options and the MPS in use. */
+ * formula: the link, or the engine's interface where that is slower; 0 = no limit), from
+ * "link=genGxL" or "bw=N" in the options and the MPS in use. */
 static double model_MBps(const char *opts, pd_device *dev, unsigned int ch)
 {
 	struct pd_regs r;
 	const char *p;
 	unsigned int gen, lanes;
-	double lane, mps;
+	double lane, mps, raw, wire_ns, iface_ns;
+	unsigned int beat, slot, slots;
 
 	if (pd_regs_get(dev, 0, &r))
 		return 0;
@@ -251,7 +253,15 @@ static double model_MBps(const char *opts, pd_device *dev, unsigned int ch)
 		gen = 3, lanes = 8;   /* the default link */
 	lane = gen == 1 ? 250e6 : gen == 2 ? 500e6 : gen == 3 ? 8e9 * 128 / 130 / 8 :
 	       16e9 * 128 / 130 / 8;
-	return lanes * lane * mps / (mps + (ch == MP_CH_C2H ? 24 : 20)) / 1e6;
+	raw = lanes * lane;
+	wire_ns = (mps + (ch == MP_CH_C2H ? 24 : 20)) / raw * 1e9;
+	beat = raw > 8e9 ? 64 : 32;
+	slot = ch == MP_CH_C2H && beat == 64 ? 32 : beat;
+	slots = (unsigned int)(((ch == MP_CH_C2H ? 16 : 12) + mps + slot - 1) / slot);
+	iface_ns = slots * (double)slot / beat * 4.0;   /* 250 MHz */
+	if (raw > beat * 250e6)
+		iface_ns = 0;   /* gen4x16: the link alone */
+	return mps / (wire_ns > iface_ns ? wire_ns : iface_ns) * 1e3;
 }
 
 struct sgstream {

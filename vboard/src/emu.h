@@ -97,6 +97,7 @@ struct emu_config {
 	double raw_Bps;      /* presets: lanes * lane_Bps */
 	double bw_Bps;       /* custom (bw=): payload bytes/s; 0 otherwise */
 	unsigned int ovh[MP_CH_COUNT];   /* TLP overhead bytes per direction (presets) */
+	unsigned int datapath;           /* engine datapath in bytes (CAPS.DATAPATH_BYTES) */
 	double lat_ns;       /* per-descriptor latency */
 	double tlp_ns;       /* extra time per TLP */
 	double pio_rd_ns;    /* CPU cost of one 32-bit BAR2 read through the accessors */
@@ -138,6 +139,13 @@ struct emu_link {
 	bool paced;                       /* any added delay at all (not ideal, or lat/tlp set) */
 	double ns_per_byte[MP_CH_COUNT];  /* payload */
 	double ns_per_tlp[MP_CH_COUNT];   /* header/framing overhead + tlp= */
+	/* the engine's interface (presets; beat_ns 0 otherwise): a TLP takes at least its
+	 * descriptor and payload in slots of slot_bytes, a beat of beat_bytes per beat_ns
+	 * (docs/virtual-board.md, "Timing model") */
+	unsigned int hdr_bytes[MP_CH_COUNT];
+	unsigned int slot_bytes[MP_CH_COUNT];
+	unsigned int beat_bytes;
+	double beat_ns;
 	double lat_ns;
 };
 

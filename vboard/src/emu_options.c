@@ -138,6 +138,7 @@ static int set_link(struct emu_config *c, const char *v)
 		c->gen = c->lanes = 0;
 		c->lane_Bps = c->raw_Bps = 0;
 		c->ovh[0] = c->ovh[1] = 0;
+		c->datapath = 32;
 		return 0;
 	}
 	if (sscanf(v, "gen%ux%u", &gen, &lanes) != 2 || gen < 1 || gen > 4 ||
@@ -160,6 +161,9 @@ static int set_link(struct emu_config *c, const char *v)
 	c->raw_Bps = c->lane_Bps * lanes;
 	c->ovh[MP_CH_C2H] = EMU_OVH_MWR;
 	c->ovh[MP_CH_H2C] = EMU_OVH_CPLD;
+	/* links faster than a 256-bit interface at 250 MHz carries (8 GB/s) get the 512-bit
+	 * engine, as UltraScale+ boards at Gen3 x16 / Gen4 x8 do */
+	c->datapath = c->raw_Bps > 8e9 ? 64 : 32;
 	return 0;
 }
 

@@ -20,7 +20,7 @@ static uint64_t cycles(struct emu_dev *d)
 
 static uint32_t caps(struct emu_dev *d)
 {
-	return (32u << MP_REG_CAPS_DATAPATH_BYTES_SHIFT) |
+	return (d->cfg.datapath << MP_REG_CAPS_DATAPATH_BYTES_SHIFT) |
 	       (1u << MP_REG_CAPS_C2H_CHANNELS_SHIFT) |
 	       (1u << MP_REG_CAPS_H2C_CHANNELS_SHIFT) |
 	       (emu_mps_code(d) << MP_REG_CAPS_MPS_SHIFT) |

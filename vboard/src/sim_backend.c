@@ -48,6 +48,7 @@ enum { SIM_DEV_MEMRD = 1, SIM_DEV_MEMWR, SIM_DEV_MSI, SIM_DEV_HELLO };
 
 struct sim_opts {
 	uint32_t mps, mrrs, msi, poll_ns, pause;
+	uint32_t width;               /* the engine's datapath: 256 or 512 bits */
 	bool split, reorder;
 	uint64_t seed;
 	char wave[256];
@@ -106,7 +107,8 @@ static int parse_options(const char *name, struct sim_opts *o, struct emu_config
 
 	if (ret)
 		return ret;
-	*o = (struct sim_opts){ .mps = 256, .mrrs = 512, .msi = 4, .poll_ns = 200, .seed = 1 };
+	*o = (struct sim_opts){ .mps = 256, .mrrs = 512, .msi = 4, .poll_ns = 200, .seed = 1,
+				.width = 256 };
 	cfg->iova_base = SIM_HOST_BASE;
 	if (!opts || !opts[1])
 		return 0;
@@ -145,6 +147,8 @@ static int parse_options(const char *name, struct sim_opts *o, struct emu_config
 			o->mrrs = (uint32_t)v;
 		else if (!strcmp(item, "msi") && pow2_in(v, 1, 4))
 			o->msi = (uint32_t)v;
+		else if (!strcmp(item, "width") && (v == 256 || v == 512))
+			o->width = (uint32_t)v;
 		else if (!strcmp(item, "split") && v <= 1)
 			o->split = v;
 		else if (!strcmp(item, "reorder") && v <= 1)
@@ -303,7 +307,7 @@ static int spawn_sim(struct sim_dev *s, int req_child, int dev_child)
 {
 	const char *python = env_or("MPRACE_SIM_PYTHON", MPRACE_SIM_PYTHON);
 	const char *dir = env_or("MPRACE_SIM_DIR", MPRACE_SIM_DIR);
-	char launcher[4096], vars[10][300], tmpl[] = "/tmp/mprace-sim-XXXXXX";
+	char launcher[4096], vars[11][300], tmpl[] = "/tmp/mprace-sim-XXXXXX";
 	char *argv[] = { (char *)python, launcher, NULL };
 	char **envp;
 	size_t n = 0, i, k;
@@ -335,6 +339,7 @@ static int spawn_sim(struct sim_dev *s, int req_child, int dev_child)
 	snprintf(vars[6], sizeof(vars[6]), "MPRACE_SIM_REORDER=%d", s->opt.reorder);
 	snprintf(vars[7], sizeof(vars[7]), "MPRACE_SIM_POLL_NS=%u", s->opt.poll_ns);
 	snprintf(vars[8], sizeof(vars[8]), "MPRACE_SIM_PAUSE=%u", s->opt.pause);
+	snprintf(vars[9], sizeof(vars[9]), "MPRACE_SIM_WIDTH=%u", s->opt.width);
 	while (environ[n])
 		n++;
 	envp = calloc(n + 12, sizeof(*envp));
@@ -342,11 +347,11 @@ static int spawn_sim(struct sim_dev *s, int req_child, int dev_child)
 		return -ENOMEM;
 	/* ours first: getenv takes the first of duplicates, so the device name's options win
 	 * over variables of the same names in this process's environment */
-	for (i = 0; i < 9; i++)
+	for (i = 0; i < 10; i++)
 		envp[i] = vars[i];
 	if (s->opt.wave[0]) {
-		snprintf(vars[9], sizeof(vars[9]), "MPRACE_SIM_WAVE=%s", s->opt.wave);
-		envp[i++] = vars[9];
+		snprintf(vars[10], sizeof(vars[10]), "MPRACE_SIM_WAVE=%s", s->opt.wave);
+		envp[i++] = vars[10];
 	}
 	for (k = 0; k < n; k++)
 		envp[i++] = environ[k];
