@@ -165,6 +165,47 @@ START_TEST(test_mps_matters)
 }
 END_TEST
 
+/* The engine's interface bounds a preset where it is slower than the link: its descriptor
+ * and payload in beats of the datapath at the engine clock, C2H writes in half beats at 512
+ * bits (docs/virtual-board.md, "Timing model"). clock=25 makes the interface ten times
+ * slower than at 250 MHz, far below the link: the transfers take the interface's time. */
+static double interface_ns(unsigned int datapath, unsigned int ch, uint32_t mps, uint64_t len,
+			   unsigned int mhz, double lat_ns)
+{
+	unsigned int slot = ch == MP_CH_C2H && datapath == 64 ? 32 : datapath;
+	unsigned int slots = ((ch == MP_CH_C2H ? 16 : 12) + mps + slot - 1) / slot;
+
+	return lat_ns + (double)(len / mps) * slots * slot / datapath * 1e3 / mhz;
+}
+
+START_TEST(test_interface_bound)
+{
+	static const struct { const char *name; unsigned int datapath; } boards[] = {
+		{ "emu:link=gen3x8,clock=25", 32 },
+		{ "emu:link=gen3x16,clock=25", 64 },
+	};
+	struct rig g;
+	unsigned int i, ch;
+	uint32_t mps;
+	double m, link;
+
+	for (i = 0; i < sizeof(boards) / sizeof(boards[0]); i++) {
+		rig_open(&g, boards[i].name, 1u << 20);
+		mps = mps_of(&g.b);
+		ck_assert_uint_eq((rd(&g.b, MP_REG_CAPS) & MP_REG_CAPS_DATAPATH_BYTES_MASK) >>
+				  MP_REG_CAPS_DATAPATH_BYTES_SHIFT, boards[i].datapath);
+		for (ch = 0; ch < MP_CH_COUNT; ch++) {
+			m = interface_ns(boards[i].datapath, ch, mps, 1u << 20, 25, 1000);
+			link = model_ns(3, boards[i].datapath == 64 ? 16 : 8, ch, mps,
+					pd_kmem_bus_addr(g.km[ch]), 1u << 20, 1000);
+			ck_assert(m > 5 * link);
+			expect_about(&g, ch, 0, 1u << 20, m, boards[i].name);
+		}
+		eb_close(&g.b);
+	}
+}
+END_TEST
+
 /* An idle link banks nothing: after a long pause a transfer still takes the full time. */
 START_TEST(test_no_banking)
 {
@@ -359,6 +400,7 @@ Suite *test_suite(void)
 
 	tcase_add_test(tc, test_gen1x1_transfer);
 	tcase_add_test(tc, test_mps_matters);
+	tcase_add_test(tc, test_interface_bound);
 	tcase_add_test(tc, test_no_banking);
 	tcase_add_test(tc, test_full_duplex);
 	tcase_add_test(tc, test_latency);
