@@ -1,9 +1,10 @@
 -- mprace_dma_c2h_src: the C2H data source side. Takes the selected source stream (user,
 -- pattern generator or H2C loopback) into the C2H data ring as a dense stream of dwords and
 -- remembers where packets end (tlast), so that the write engine can cut a descriptor there.
--- Beats may carry 1..8 dwords, contiguous from lane 0 (s_tkeep per dword lane); beats with no
--- dword are dropped, tlast with them. A full ring or a full queue of packet ends holds off the
--- source (s_tready = '0'); that is also the loopback FIFO stalling H2C.
+-- Beats may carry 1 dword to a full beat (8 or 16), contiguous from lane 0 (s_tkeep per dword
+-- lane); beats with no dword are dropped, tlast with them. A full ring or a full queue of
+-- packet ends holds off the source (s_tready = '0'); that is also the loopback FIFO stalling
+-- H2C.
 -- wr_commit trails the writes by a clock so that the write engine never reads a position in
 -- the clock it is written; it moves in the same clock as the packet end of those writes
 -- appears at eop_pos, which the write engine relies on to never miss a packet end.

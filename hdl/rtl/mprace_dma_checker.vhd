@@ -1,7 +1,7 @@
 -- mprace_dma_checker: the H2C pattern checker (H2C sink 1). Takes every beat, compares each
 -- received dword with CHECK_SEED + n (n counts dwords since the last CHECK_SEED write) and
 -- counts compared words (CHECK_WORDS, wrapping) and mismatches (CHECK_ERRORS, saturating).
--- Beats carry 1..8 dwords contiguous from lane 0, as the H2C channel delivers them.
+-- Beats carry 1 dword to a full beat, contiguous from lane 0, as the H2C channel delivers them.
 -- Spec: docs/dma-engine.md section 7 (test logic).
 library ieee;
 use ieee.std_logic_1164.all;

@@ -1,8 +1,9 @@
 -- mprace_dma_patgen: the C2H pattern generator (C2H source 1). An endless stream of 32-bit
 -- little-endian words, word n after the last PATGEN_SEED write being SEED + n (mod 2**32),
--- eight per beat, never ending a packet. PATGEN_RATE limits it to that many MB/s (10**6 bytes
--- per second, 0: as fast as the engine takes it) with a token bucket refilled every clock and
--- capped at two beats, so that a stalled link cannot bank bandwidth for a later burst.
+-- a full beat at a time (8 or 16 words), never ending a packet. PATGEN_RATE limits it to that
+-- many MB/s (10**6 bytes per second, 0: as fast as the engine takes it) with a token bucket
+-- refilled every clock and capped at two beats, so that a stalled link cannot bank bandwidth
+-- for a later burst.
 -- Spec: docs/dma-engine.md section 7 (test logic).
 library ieee;
 use ieee.std_logic_1164.all;

@@ -1,6 +1,7 @@
 -- mprace_dma_pkg: what the engine's entities share that is not part of the engine specification:
--- the Xilinx Gen3 AXI4-Stream interface layout (PG156, 256-bit, DWORD-aligned mode), the internal
--- control bundles between the register file and the channels, and small helpers.
+-- the Xilinx AXI4-Stream interfaces' sideband widths at 256 bits (PG156) and 512 bits (PG213,
+-- DWORD-aligned mode), the engine's internal RQ sideband, the control bundles between the
+-- register file and the channels, and small helpers.
 -- The register map, descriptor layout and error codes come from engine_spec_pkg (generated from
 -- spec/dma-engine.toml); this package never repeats them.
 -- Spec: docs/dma-engine.md (sections 1, 4 and 5).

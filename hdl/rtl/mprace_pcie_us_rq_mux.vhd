@@ -55,6 +55,15 @@ architecture rtl of mprace_pcie_us_rq_mux is
   constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
 
   constant SEL_W_c : natural := log2ceil(ports_g + 1);
+  constant HAS_BULK_c : boolean := bulk_g >= 0 and bulk_g < ports_g;
+  function bulk_port return natural is
+  begin
+    if HAS_BULK_c then
+      return bulk_g;
+    end if;
+    return 0;
+  end function;
+  constant BULK_c : natural := bulk_port;
   constant ENT_W_c : natural := DATA_W_c + LANES_c + RQ_USER_W_c + 1 + SEL_W_c;
 
   type two_process_r is record
@@ -97,16 +106,14 @@ begin
         if p >= ports_g then
           p := p - ports_g;
         end if;
-        if h = '0' and s_tvalid(p) = '1' and p /= bulk_g then
+        if h = '0' and s_tvalid(p) = '1' and not (HAS_BULK_c and p = BULK_c) then
           g := p;
           h := '1';
         end if;
       end loop;
-      if h = '0' and bulk_g >= 0 and bulk_g < ports_g then
-        if s_tvalid(bulk_g) = '1' then
-          g := bulk_g;
-          h := '1';
-        end if;
+      if h = '0' and HAS_BULK_c and s_tvalid(BULK_c) = '1' then
+        g := BULK_c;
+        h := '1';
       end if;
     end if;
     grant <= g;

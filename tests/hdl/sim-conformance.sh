@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # The engine conformance suite (tests/mprace/engine_conformance.cpp), unchanged, on the RTL
 # under GHDL ("sim:", docs/cosim.md): the same program and checks as on the virtual board, in
-# four settings of the simulated host (payload and read-request sizes, split and reordered
-# completions, backpressure, scatter-gather layouts, one MSI vector). Sizes for a simulator (--slow).
+# five settings of the simulated host (payload and read-request sizes, split and reordered
+# completions, backpressure, scatter-gather layouts, one MSI vector, the 512-bit engine). Sizes
+# for a simulator (--slow).
 # Skips (77) when the HDL suite's venv is not there. Runs after run-hdl-tests.sh (Makefile.am).
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"

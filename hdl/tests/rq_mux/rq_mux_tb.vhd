@@ -7,7 +7,7 @@ library work;
 use work.mprace_dma_pkg.all;
 
 entity rq_mux_tb is
-  generic (data_w_g : positive := 256);
+  generic (data_w_g : positive := 256; bulk_g : integer := 0);
   port (
     clk, rst : in std_logic;
     s0_axis_tdata, s1_axis_tdata, s2_axis_tdata : in  std_logic_vector(data_w_g-1 downto 0);
@@ -30,7 +30,7 @@ architecture wrap of rq_mux_tb is
   signal tready, sent : std_logic_vector(2 downto 0);
 begin
   i_mux : entity work.mprace_pcie_us_rq_mux
-    generic map (data_w_g => data_w_g, ports_g => 3)
+    generic map (data_w_g => data_w_g, ports_g => 3, bulk_g => bulk_g)
     port map (
       clk => clk, rst => rst,
       s_tdata  => s2_axis_tdata & s1_axis_tdata & s0_axis_tdata,

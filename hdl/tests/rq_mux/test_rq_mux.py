@@ -2,7 +2,9 @@
 while the output stalls at random; each packet must come out whole (no beats of another input
 inside it, tvalid high from first to last beat), unchanged, in order per input, and be reported
 sent. Inputs deliver each packet without gaps, as the engine's request sources do (the mux
-passes gaps through: the core forbids them, so the sources must not make any)."""
+passes gaps through: the core forbids them, so the sources must not make any). Input 0 is the
+bulk input (bulk_g, the engine's C2H writes): no packet of it may start while a packet of
+another input waits."""
 import random
 
 import cocotb
@@ -36,6 +38,32 @@ async def random_packets(dut):
     if busy:
         sink.set_pause_generator(pause_pattern(rng, busy))
     sent = [0] * PORTS
+
+    # input side: when each input's next packet began to wait, and bulk starts meanwhile
+    waiting_since = [None] * PORTS
+    in_packet = [False] * PORTS
+    overtaken = []
+
+    async def watch_grants():
+        cycle = 0
+        bulk_starts = []
+        while True:
+            await RisingEdge(dut.clk)
+            cycle += 1
+            for p in range(PORTS):
+                valid = int(getattr(dut, f"s{p}_axis_tvalid").value)
+                ready = int(getattr(dut, f"s{p}_axis_tready").value)
+                if valid and not in_packet[p] and waiting_since[p] is None:
+                    waiting_since[p] = cycle
+                if valid and ready:
+                    if not in_packet[p]:
+                        if p == 0:
+                            bulk_starts.append(cycle)
+                        elif any(waiting_since[p] < c < cycle for c in bulk_starts):
+                            overtaken.append((p, waiting_since[p], cycle))
+                        waiting_since[p] = None
+                    in_packet[p] = not int(getattr(dut, f"s{p}_axis_tlast").value)
+    cocotb.start_soon(watch_grants())
 
     async def count_sent():
         while True:
@@ -90,6 +118,7 @@ async def random_packets(dut):
              f"{[(len(received[p][k][0]), received[p][k][1], expected[p][k][1]) for k in bad[:1]]}")
         assert sent[p] == count, f"input {p}: {sent[p]} sent pulses for {count} packets"
     assert not mon.errors, mon.errors[:3]
+    assert not overtaken, f"bulk packets started while another input waited: {overtaken[:3]}"
     assert mon.packets == PORTS * count
 
 
