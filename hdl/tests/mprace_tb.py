@@ -130,7 +130,10 @@ class TB:
             model, self.gen, self.lanes = UltraScalePcieDevice, 3, 8
         # at 512 bits the engine straddles C2H writes on RQ (rq_straddle_g): the model then
         # finds TLPs by the sideband's start and end pointers alone
-        extra = dict(rq_straddle=True) if self.width == 512 else {}
+        self.rq_straddle = self.width == 512 and bool(env_int("MPRACE_RQ_STRADDLE", 1))
+        extra = dict(rq_straddle=True) if self.rq_straddle else {}
+        # names the figures: w256, w512, w512n (512 bits without RQ straddling)
+        self.variant = f"w{self.width}" + ("n" if self.width == 512 and not self.rq_straddle else "")
         self.dev = model(
             pcie_generation=self.gen, pcie_link_width=self.lanes, user_clk_frequency=250e6,
             alignment="dword", **extra,

@@ -580,7 +580,8 @@ static int sim_info(void *dev, struct pd_info *info)
 	}
 	info->max_payload = 128u << ((devctl >> 5) & 7);
 	info->max_read_request = 128u << ((devctl >> 12) & 7);
-	snprintf(info->name, sizeof(info->name), "simulated RTL (GHDL), Gen3 x8, 256-bit");
+	snprintf(info->name, sizeof(info->name), "simulated RTL (GHDL), %s",
+		 s->opt.width == 512 ? "Gen3 x16, 512-bit" : "Gen3 x8, 256-bit");
 	return 0;
 }
 

@@ -1386,9 +1386,9 @@ def link_limits(tb, mps, mrrs, addr64=False):
     wire = mps + hdr + 8                                  # + sequence number, LCRC, framing
     link = raw * mps / wire / 1e9
     # one beat per 4 ns: writes have a 4-dword descriptor on RQ, completions a 3-dword one on
-    # RC; at 512 bits a write may start in the upper half of a beat (RQ straddling), so it
+    # RC; with RQ straddling (512 bits) a write may start in the upper half of a beat, so it
     # takes whole half beats; completions take whole beats (no RC straddling)
-    half = tb.beat_bytes // 2 if tb.width == 512 else tb.beat_bytes
+    half = tb.beat_bytes // 2 if tb.rq_straddle else tb.beat_bytes
     beats_wr = -(-(16 + mps) // half) * half / tb.beat_bytes
     beats_cpl = -(-(12 + mps) // tb.beat_bytes)
     # both directions at once: the writes share RQ with one read request (one beat) per MRRS
@@ -1445,7 +1445,7 @@ async def throughput(dut):
         for ch in mode:
             await halt(tb, ch)
     out = (hdl_runner.build_root() /
-           f"throughput-w{tb.width}-mps{tb.mps}-mrrs{tb.mrrs}-gen{tb.gen}.csv")
+           f"throughput-{tb.variant}-mps{tb.mps}-mrrs{tb.mrrs}-gen{tb.gen}.csv")
     with open(out, "w") as f:
         f.write("run,direction,bytes,ns,GBps,tlp_max_GBps,link_tlp_max_GBps,percent\n")
         for run_, ch, nb, t, g, limit in rows:
@@ -1555,14 +1555,23 @@ async def soak(dut):
 # ------------------------------------------------------------------------------ pytest cases
 
 # Every case runs at both widths: 256 bits (UltraScale, Gen3 x8) and 512 bits (UltraScale+,
-# Gen3 x16, RQ straddling).
-WIDTHS = (256, 512)
+# Gen3 x16, RQ straddling); "512n" (512 bits with rq_straddle_g off, the model without RQ
+# straddling) runs the cases in NO_STRADDLE.
+WIDTHS = ("256", "512", "512n")
+NO_STRADDLE = {"registers", "c2h_mps512", "c2h_packets_pauses", "h2c_reordered", "abort_reset",
+               "throughput_mps256_mrrs512_gen3", "soak"}
 pytestmark = pytest.mark.parametrize("width", WIDTHS, ids=lambda w: f"w{w}")
 
 
-def run(testcase, name=None, width=256, **env):
-    name = f"{name or testcase}_w{width}"
-    hdl_runner.run(TOPLEVEL, MODULE, testcase, name, parameters={"data_w_g": width},
+def run(testcase, name=None, width="256", **env):
+    name = name or testcase
+    params = {"data_w_g": int(width.rstrip("n"))}
+    if width.endswith("n"):
+        if name not in NO_STRADDLE:
+            pytest.skip("without RQ straddling: the cases in NO_STRADDLE")
+        params["rq_straddle_g"] = "false"
+        env["rq_straddle"] = 0
+    hdl_runner.run(TOPLEVEL, MODULE, testcase, f"{name}_w{width}", parameters=params,
                    env={f"MPRACE_{k.upper()}": v for k, v in env.items()})
 
 
@@ -1658,7 +1667,7 @@ def test_throughput(mps, mrrs, gen, width):
     Settings beyond the first with HDL_FIGURES=1; generation 4 (Gen4 x8) only at 512 bits."""
     if (mps, mrrs, gen) != THROUGHPUT_SETTINGS[0] and not os.environ.get("HDL_FIGURES"):
         pytest.skip("more link settings with HDL_FIGURES=1")
-    if gen == 4 and width != 512:
+    if gen == 4 and width == "256":
         pytest.skip("Gen4 x8 is an UltraScale+ (512-bit) setting")
     size = os.environ.get("MPRACE_BENCH_BYTES", str((2 << 20) if os.environ.get("HDL_SOAK") else (512 << 10)))
     name = f"throughput_mps{mps}_mrrs{mrrs}_gen{gen}"
