@@ -6,10 +6,10 @@
 --     FETCH_MAX_DESC_c descriptors, stops at the end of the ring and at 4 KiB boundaries, never
 --     exceeds MRRS, and only asks for descriptors it has room for in its queue.
 --   * Completions carry whole descriptors (they are split only at RCB boundaries, multiples of
---     the 32-byte descriptor size) after the 3-dword completion descriptor, so every descriptor
---     ends in a lane 8m+2 of a beat: at 256 bits one per beat (lanes 3..7 and 0..2 of the next),
---     at 512 bits up to two. Those beyond the first wait in a small queue in front of the FIFO
---     (the FIFO takes one per clock), and the next fetch waits until it is empty.
+--     the 32-byte descriptor size) and the RC adapter puts their payload in lane 0 on, so every
+--     descriptor fills lanes 8m..8m+7 of a beat: at 256 bits one per beat, at 512 bits up to
+--     two. Those beyond the first wait in a small queue in front of the FIFO (the FIFO takes
+--     one per clock), and the next fetch waits until it is empty.
 --   * Each descriptor is checked in the order of the spec: reserved bits (DESC_RESERVED), length
 --     (DESC_LENGTH), alignment (DESC_ALIGN). A failed fetch (UR/CA/poisoned: BUS_ERROR, the
 --     core's completion timeout: TIMEOUT) queues that error in place of the descriptors.
@@ -69,7 +69,7 @@ architecture rtl of mprace_dma_desc_fetch is
 
   constant DATA_W_c : natural := data_w_g;
   constant LANES_c  : natural := data_w_g / 32;
-  constant PER_BEAT_c : natural := LANES_c / 8;          -- descriptors ending in one beat
+  constant PER_BEAT_c : natural := LANES_c / 8;          -- descriptors in one beat
   constant PEND_c     : natural := (PER_BEAT_c - 1) * FETCH_MAX_DESC_c + 1;
 
   constant DEPTH_c      : natural := 2**fifo_log2_g;
@@ -78,8 +78,6 @@ architecture rtl of mprace_dma_desc_fetch is
   constant CTRL_MASK_c  : dword_t := (DESC_CTRL_IRQ_LSB_c => '1', DESC_CTRL_EOP_LSB_c => '1',
                                       DESC_CTRL_STOP_LSB_c => '1', others => '0');
 
-  type asm_t is array (0 to 4) of dword_t;
-  type win_t is array (0 to LANES_c+4) of dword_t;     -- last beat's 5 dwords, then this one
   type entries_t is array (natural range <>) of desc_entry_r;
 
   type two_process_r is record
@@ -92,7 +90,6 @@ architecture rtl of mprace_dma_desc_fetch is
     req_addr    : std_logic_vector(63 downto 0);
     req_dw      : unsigned(10 downto 0);
     want        : unsigned(4 downto 0);    -- descriptors still expected from the fetch
-    asm         : asm_t;
     pend        : entries_t(0 to PEND_c-1);  -- taken from completions, not yet in the FIFO
     pn          : natural range 0 to PEND_c;
     push        : std_logic;
@@ -107,7 +104,7 @@ architecture rtl of mprace_dma_desc_fetch is
   constant R_INIT_c : two_process_r := (
     fptr => (others => '0'), synced => '0', stopped => '0', outstanding => '0',
     discard => '0', req_valid => '0', req_addr => (others => '0'), req_dw => (others => '0'),
-    want => (others => '0'), asm => (others => (others => '0')),
+    want => (others => '0'),
     pend => (others => ENTRY_INIT_c), pn => 0, push => '0',
     entry => ENTRY_INIT_c, seen => '0');
 
@@ -149,7 +146,6 @@ begin
     variable addr     : unsigned(63 downto 0);
     variable n        : unsigned(31 downto 0);
     variable room     : unsigned(31 downto 0);
-    variable w        : win_t;
     variable d0       : natural;
     variable fresh    : fresh_t;
     variable nfresh   : natural range 0 to PER_BEAT_c;
@@ -224,25 +220,19 @@ begin
           v.stopped := '1';
         end if;
       elsif cpl_err = RC_ERR_NONE_c then
-        for k in 0 to 4 loop
-          w(k) := r.asm(k);
-          v.asm(k) := dw(cpl_data, LANES_c - 5 + k);
-        end loop;
-        for k in 0 to LANES_c-1 loop
-          w(k + 5) := dw(cpl_data, k);
-        end loop;
         for m in 0 to PER_BEAT_c-1 loop
-          d0 := 8 * m;                     -- the descriptor ending in lane 8m+2 is w(d0..d0+7)
-          if cpl_keep(d0 + 2) = '1' and want /= 0 then
+          d0 := 8 * m;                     -- descriptor m of the beat: lanes d0 .. d0+7
+          if cpl_keep(d0 + 7) = '1' and want /= 0 then
             want := want - 1;
             if r.discard = '0' and r.stopped = '0' then
-              e.addr := w(d0+1) & w(d0);
-              e.len  := unsigned(w(d0+2)(DESC_LEN_BYTES_WIDTH_c-1 downto 0));
-              e.irq  := w(d0+3)(DESC_CTRL_IRQ_LSB_c);
-              e.eop  := w(d0+3)(DESC_CTRL_EOP_LSB_c);
-              e.stop := w(d0+3)(DESC_CTRL_STOP_LSB_c);
+              e.addr := dw(cpl_data, d0+1) & dw(cpl_data, d0);
+              e.len  := unsigned(dw(cpl_data, d0+2)(DESC_LEN_BYTES_WIDTH_c-1 downto 0));
+              e.irq  := dw(cpl_data, d0+3)(DESC_CTRL_IRQ_LSB_c);
+              e.eop  := dw(cpl_data, d0+3)(DESC_CTRL_EOP_LSB_c);
+              e.stop := dw(cpl_data, d0+3)(DESC_CTRL_STOP_LSB_c);
               e.slot := resize(v.fptr and (size - 1), SLOT_W_c);
-              e.err  := check(w(d0), w(d0+1), w(d0+2), w(d0+3));
+              e.err  := check(dw(cpl_data, d0), dw(cpl_data, d0+1), dw(cpl_data, d0+2),
+                              dw(cpl_data, d0+3));
               e.rec  := '1';
               v.fptr := v.fptr + 1;
               fresh(nfresh) := e;

@@ -283,9 +283,9 @@ begin
             elsif cpl_err /= RC_ERR_NONE_c and r.t_err(t) = RC_ERR_NONE_c then
               v.t_err(t) := cpl_err;
             end if;
-            -- payload dword k of this completion is in lane k+3 and goes to position
-            -- t_pos + (t_len - byte count)/4 + k
-            v.c_pos := tags(t).pos + shift_right(tags(t).len - cpl_bytes, 2) - 3;
+            -- payload dword k of this completion (lane k of its first beat) goes to
+            -- position t_pos + (t_len - byte count)/4 + k
+            v.c_pos := tags(t).pos + shift_right(tags(t).len - cpl_bytes, 2);
           end if;
         end if;
       else

@@ -1,8 +1,9 @@
 -- mprace_dma_top: the MPRACE scatter-gather DMA engine, attached to the AXI4-Stream interfaces of
--- the Xilinx PCIe blocks (DWORD-aligned, no straddling, client tags, 250 MHz): data_w_g = 256 for
+-- the Xilinx PCIe blocks (DWORD-aligned, client tags, 250 MHz): data_w_g = 256 for
 -- the 7-series Gen3 / UltraScale block (PG023 / PG156, Gen3 x8), 512 for the UltraScale+ block
 -- (PG213, Gen3 x16 / Gen4 x8). The width sets the ports' widths, the sideband layouts (tuser
--- widths from mprace_dma_pkg) and CAPS.DATAPATH_BYTES. All ports are flat std_logic(_vector)s;
+-- widths from mprace_dma_pkg) and CAPS.DATAPATH_BYTES; at 512 bits RQ and RC straddle (two
+-- TLPs per beat, rq_straddle_g / rc_straddle_g), at 256 nothing does. All ports are flat std_logic(_vector)s;
 -- the core's interfaces keep Xilinx's names.
 --   BAR0 registers  : s_axis_cq_* / m_axis_cc_*         (mprace_pcie_us_cq_cc, mprace_dma_regs)
 --   bus mastering   : m_axis_rq_* / s_axis_rc_*         (fetchers, write and read engines)
@@ -27,6 +28,8 @@ entity mprace_dma_top is
     data_w_g        : positive := 256;    -- datapath and interface width: 256 or 512
     rq_straddle_g   : boolean := true;    -- 512: C2H writes straddle RQ beats (the core's
                                           -- RQ straddle option must be on); ignored at 256
+    rc_straddle_g   : boolean := true;    -- 512: takes two completions per RC beat (the core's
+                                          -- RC straddle option, 2 TLPs); ignored at 256
     clk_mhz_g       : positive := 250;    -- user_clk frequency (CLOCK_MHZ, TIMEOUT_US)
     c2h_ring_log2_g : positive := 12;     -- C2H data ring: 2**n dwords (loopback FIFO)
     h2c_ring_log2_g : positive := 12;     -- H2C reassembly ring: 2**n dwords
@@ -294,7 +297,7 @@ begin
 
   ------------------------------------------------------------------ bus mastering
   i_rc : entity work.mprace_pcie_us_rc
-    generic map (data_w_g => data_w_g)
+    generic map (data_w_g => data_w_g, straddle_g => rc_straddle_g and data_w_g = 512)
     port map (
       clk => user_clk, rst => rst,
       s_axis_rc_tdata => s_axis_rc_tdata, s_axis_rc_tkeep => s_axis_rc_tkeep,

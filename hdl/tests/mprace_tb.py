@@ -26,7 +26,7 @@ import cocotb
 from cocotb.triggers import Event, FallingEdge, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
-from cocotbext.axi import AxiStreamBus, AxiStreamFrame
+from cocotbext.axi import AxiStreamBus
 from cocotbext.axi.address_space import MemoryRegion
 from cocotbext.pcie.core import RootComplex
 from cocotbext.pcie.core.tlp import Tlp, TlpType
@@ -128,12 +128,13 @@ class TB:
             self.lanes = 16 if self.gen == 3 else 8
         else:
             model, self.gen, self.lanes = UltraScalePcieDevice, 3, 8
-        # at 512 bits the engine straddles C2H writes on RQ (rq_straddle_g): the model then
-        # finds TLPs by the sideband's start and end pointers alone
-        self.rq_straddle = self.width == 512 and bool(env_int("MPRACE_RQ_STRADDLE", 1))
-        extra = dict(rq_straddle=True) if self.rq_straddle else {}
-        # names the figures: w256, w512, w512n (512 bits without RQ straddling)
-        self.variant = f"w{self.width}" + ("n" if self.width == 512 and not self.rq_straddle else "")
+        # at 512 bits the engine straddles C2H writes on RQ and takes two completions per RC
+        # beat (rq_straddle_g, rc_straddle_g): the model then marks and finds TLPs by the
+        # sideband's start and end pointers alone. MPRACE_STRADDLE=0: neither (both generics off)
+        self.straddle = self.width == 512 and bool(env_int("MPRACE_STRADDLE", 1))
+        extra = dict(rq_straddle=True, rc_straddle=True) if self.straddle else {}
+        # names the figures: w256, w512, w512n (512 bits without straddling)
+        self.variant = f"w{self.width}" + ("n" if self.width == 512 and not self.straddle else "")
         self.dev = model(
             pcie_generation=self.gen, pcie_link_width=self.lanes, user_clk_frequency=250e6,
             alignment="dword", **extra,
@@ -637,13 +638,121 @@ def rq_tlp(frame):
                 tag=d[3] & 0xFF, data=d[4:])
 
 
+# The widths the units behind the RC adapter are tested at: 256 bits, 512 bits, and 512 bits
+# with RC straddling ("512s").
+WIDTHS = ("256", "512", "512s")
+
+
+def width_generics(width):
+    """The generics of a unit testbench for one of WIDTHS."""
+    return {"data_w_g": int(width.rstrip("s")), "straddle_g": str(width.endswith("s")).lower()}
+
+
 def rc_completion(addr, payload, remaining, done, tag, err=0):
-    """A requester completion as the core delivers it on RC: the descriptor (lower address,
-    error code, bytes of the request still to come including these, request completed; dword
-    count; tag), then the payload."""
-    words = [(addr & 0xFFF) | (err << 12) | ((remaining & 0x1FFF) << 16) | (int(done) << 30),
-             len(payload), tag] + list(payload)
-    return AxiStreamFrame(words, tuser=0)
+    """A requester completion as the core delivers it on RC, as dwords: the descriptor (lower
+    address, error code, bytes of the request still to come including these, request
+    completed; dword count; tag), then the payload."""
+    return [(addr & 0xFFF) | (err << 12) | ((remaining & 0x1FFF) << 16) | (int(done) << 30),
+            len(payload), tag] + list(payload)
+
+
+class RcDriver:
+    """Plays the core's requester-completion interface for the unit testbenches: completions
+    (lists of dwords from rc_completion) packed into beats as the core may pack them, holding
+    each beat until tready takes it.
+      * Without straddling a completion starts in lane 0 of a beat; tlast marks its last beat.
+      * With straddling (512 bits, PG213's 2-TLP RC straddle) a completion may also start in
+        lane 8 of the beat in which the one before ended (in lanes 0..7), or in lane 8 of an
+        otherwise empty beat; the sideband's is_sop/is_eop with their pointers mark starts and
+        ends, and tlast stays 0, as in cocotbext-pcie's model.
+    `idle` is the probability of an idle beat (also inside a completion) and, with straddling,
+    of leaving lane 8 free where a completion could start, and of starting one there."""
+
+    SOP, SOP_PTR, EOP, EOP_PTR = 64, 68, 76, 80     # PG213 RC tuser fields at 512 bits
+
+    def __init__(self, dut, prefix, clk, straddle=False, rng=None, idle=0.0):
+        self.bus = {n: getattr(dut, f"{prefix}_{n}") for n in ("tdata", "tkeep", "tuser", "tlast", "tvalid", "tready")}
+        self.clk = clk
+        self.lanes = len(self.bus["tkeep"])
+        self.straddle = straddle
+        assert not straddle or self.lanes == 16, "RC straddling: 512 bits only"
+        self.rng = rng or random.Random(0)
+        self.idle = idle
+        self.queue = collections.deque()
+        self.cur, self.off = None, 0
+        self.bus["tvalid"].value = 0
+        self.sent = 0
+        self.straddled = 0       # beats that carried two completions
+        cocotb.start_soon(self._run())
+
+    async def send(self, words):
+        self.queue.append(list(words))
+        self.sent += 1
+
+    def check_straddled(self):
+        """With straddling, a test that sent a few completions must have had beats with two."""
+        assert not self.straddle or self.sent < 8 or self.straddled, \
+            f"{self.sent} completions, no beat carried two"
+
+    def _chance(self, p):
+        return p > 0 and self.rng.random() < p
+
+    def _next_beat(self):
+        if (self.cur is None and not self.queue) or self._chance(self.idle):
+            return None
+        half = self.lanes // 2
+        cont = self.cur is not None
+        data = keep = user = last = 0
+        sops, eops = [], []
+        pos = 0
+        while pos < self.lanes:
+            if self.cur is None:
+                if not self.queue:
+                    break
+                if pos > 0:
+                    # another completion in the same beat: only straddled, only in lane 8
+                    if not self.straddle or pos > half or self._chance(self.idle):
+                        break
+                    pos = half
+                elif self.straddle and self._chance(self.idle):
+                    pos = half
+                self.cur, self.off = self.queue.popleft(), 0
+                sops.append(pos)
+            n = min(self.lanes - pos, len(self.cur) - self.off)
+            for k in range(n):
+                data |= self.cur[self.off + k] << (32 * (pos + k))
+                keep |= 1 << (pos + k)
+            pos += n
+            self.off += n
+            if self.off == len(self.cur):
+                eops.append(pos - 1)
+                self.cur = None
+                last = 1
+                if not self.straddle:
+                    break
+        if self.lanes == 16:
+            for i, lane in enumerate(sops):
+                user |= (1 << (self.SOP + i)) | ((lane // 4) << (self.SOP_PTR + 2 * i))
+            for i, lane in enumerate(eops):
+                user |= (1 << (self.EOP + i)) | (lane << (self.EOP_PTR + 4 * i))
+        if cont + len(sops) == 2:
+            self.straddled += 1
+        return data, keep, user, 0 if self.straddle else last
+
+    async def _run(self):
+        beat = None
+        while True:
+            await RisingEdge(self.clk)
+            if beat is not None and self.bus["tready"].value == 1:
+                beat = None
+            if beat is None:
+                beat = self._next_beat()
+                if beat is None:
+                    self.bus["tvalid"].value = 0
+                    continue
+                for name, value in zip(("tdata", "tkeep", "tuser", "tlast"), beat):
+                    self.bus[name].value = value
+                self.bus["tvalid"].value = 1
 
 
 def rcb_cut(addr, nbytes, rcb, rng):

@@ -11,7 +11,7 @@ use work.engine_spec_pkg.all;
 use work.mprace_dma_pkg.all;
 
 entity desc_fetch_tb is
-  generic (data_w_g : positive := 256; tag_g : natural := 3);
+  generic (data_w_g : positive := 256; straddle_g : boolean := false; tag_g : natural := 3);
   port (
     clk, rst   : in  std_logic;
     ring_base  : in  std_logic_vector(63 downto 0);
@@ -57,7 +57,7 @@ begin
            timeout_us => (others => '0'), run => enable, abort => '0', reset => '0');
 
   i_rc : entity work.mprace_pcie_us_rc
-    generic map (data_w_g => data_w_g)
+    generic map (data_w_g => data_w_g, straddle_g => straddle_g)
     port map (
       clk => clk, rst => rst,
       s_axis_rc_tdata => s_axis_rc_tdata, s_axis_rc_tkeep => s_axis_rc_tkeep,

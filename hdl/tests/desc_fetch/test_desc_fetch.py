@@ -18,10 +18,10 @@ import cocotb
 import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
-from cocotbext.axi import AxiStreamBus, AxiStreamSink, AxiStreamSource
+from cocotbext.axi import AxiStreamBus, AxiStreamSink
 
 import hdl_runner
-from mprace_tb import env_int, pause_pattern, quiet_logs, rc_completion, rcb_cut, rq_tlp
+from mprace_tb import WIDTHS, RcDriver, env_int, width_generics, pause_pattern, quiet_logs, rc_completion, rcb_cut, rq_tlp
 
 TAG = 3            # the fetcher's tag (generic tag_g of the wrapper)
 MAX_LEN = 1 << 24  # MP_ENGINE_MAX_DESC_LEN
@@ -97,7 +97,8 @@ async def fetch(dut):
     for _ in range(4):
         await RisingEdge(dut.clk)
     rq = AxiStreamSink(AxiStreamBus.from_prefix(dut, "rq"), dut.clk, dut.rst)
-    rc = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_rc"), dut.clk, dut.rst)
+    rc = RcDriver(dut, "s_axis_rc", dut.clk, straddle=bool(env_int("MPRACE_STRADDLE", 0)),
+                  rng=random.Random(f"rc{env_int('MPRACE_SEED', 1)}"), idle=0.15)
     if busy:
         rq.set_pause_generator(pause_pattern(rng, busy))
     dut.rst.value = 0
@@ -213,6 +214,7 @@ async def fetch(dut):
         await Timer(1000, "ns")
         waited += 1000
     assert not errors, errors[:3]
+    rc.check_straddled()
     assert cons.done(), f"stuck after {state['head']} of {total} descriptors ({state['requests']} requests)"
     if state.get("ended"):
         # after a ring or fetch error the fetcher stops fetching; after a bad descriptor it may
@@ -244,14 +246,14 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("width", [256, 512], ids=lambda w: f"w{w}")
+@pytest.mark.parametrize("width", WIDTHS, ids=lambda w: f"w{w}")
 @pytest.mark.parametrize("case", list(CASES))
 def test_desc_fetch(case, width):
     ring, rcb, mrrs, busy, bad, toggle = CASES[case]
     hdl_runner.run("desc_fetch_tb", "test_desc_fetch", "fetch", f"desc_fetch_{case}_w{width}",
-                   parameters={"data_w_g": width},
+                   parameters=width_generics(width),
                    env={"MPRACE_SEED": env_int("MPRACE_SEED", 0) or (len(case) * 7919 + ring),
                         "MPRACE_RING": ring, "MPRACE_RCB": rcb, "MPRACE_MRRS": mrrs,
                         "MPRACE_BUSY": busy, "MPRACE_BAD": bad, "MPRACE_TOGGLE": toggle,
-                        "MPRACE_COUNT": 200},
+                        "MPRACE_COUNT": 200, "MPRACE_STRADDLE": int(width.endswith("s"))},
                    extra_sources=["desc_fetch/desc_fetch_tb.vhd"])

@@ -1386,11 +1386,11 @@ def link_limits(tb, mps, mrrs, addr64=False):
     wire = mps + hdr + 8                                  # + sequence number, LCRC, framing
     link = raw * mps / wire / 1e9
     # one beat per 4 ns: writes have a 4-dword descriptor on RQ, completions a 3-dword one on
-    # RC; with RQ straddling (512 bits) a write may start in the upper half of a beat, so it
-    # takes whole half beats; completions take whole beats (no RC straddling)
-    half = tb.beat_bytes // 2 if tb.rq_straddle else tb.beat_bytes
-    beats_wr = -(-(16 + mps) // half) * half / tb.beat_bytes
-    beats_cpl = -(-(12 + mps) // tb.beat_bytes)
+    # RC; with straddling (512 bits) a write or a completion may start in the upper half of a
+    # beat, so each takes whole half beats, else whole beats
+    unit = tb.beat_bytes // 2 if tb.straddle else tb.beat_bytes
+    beats_wr = -(-(16 + mps) // unit) * unit / tb.beat_bytes
+    beats_cpl = -(-(12 + mps) // unit) * unit / tb.beat_bytes
     # both directions at once: the writes share RQ with one read request (one beat) per MRRS
     both = 1 / (beats_wr / mps + 1 / mrrs) / 4
     return dict(link=link, rq=mps / (beats_wr * 4.0), rc=mps / (beats_cpl * 4.0), rq_both=both)
@@ -1555,8 +1555,8 @@ async def soak(dut):
 # ------------------------------------------------------------------------------ pytest cases
 
 # Every case runs at both widths: 256 bits (UltraScale, Gen3 x8) and 512 bits (UltraScale+,
-# Gen3 x16, RQ straddling); "512n" (512 bits with rq_straddle_g off, the model without RQ
-# straddling) runs the cases in NO_STRADDLE.
+# Gen3 x16, RQ and RC straddling); "512n" (512 bits with rq_straddle_g and rc_straddle_g off,
+# the model without straddling) runs the cases in NO_STRADDLE.
 WIDTHS = ("256", "512", "512n")
 NO_STRADDLE = {"registers", "c2h_mps512", "c2h_packets_pauses", "h2c_reordered", "abort_reset",
                "throughput_mps256_mrrs512_gen3", "soak"}
@@ -1568,9 +1568,10 @@ def run(testcase, name=None, width="256", **env):
     params = {"data_w_g": int(width.rstrip("n"))}
     if width.endswith("n"):
         if name not in NO_STRADDLE:
-            pytest.skip("without RQ straddling: the cases in NO_STRADDLE")
+            pytest.skip("without straddling: the cases in NO_STRADDLE")
         params["rq_straddle_g"] = "false"
-        env["rq_straddle"] = 0
+        params["rc_straddle_g"] = "false"
+        env["straddle"] = 0
     hdl_runner.run(TOPLEVEL, MODULE, testcase, f"{name}_w{width}", parameters=params,
                    env={f"MPRACE_{k.upper()}": v for k, v in env.items()})
 

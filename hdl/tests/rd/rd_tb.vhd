@@ -11,7 +11,8 @@ use work.engine_spec_pkg.all;
 use work.mprace_dma_pkg.all;
 
 entity rd_tb is
-  generic (data_w_g : positive := 256; ring_log2_g : positive := 12);
+  generic (data_w_g : positive := 256; straddle_g : boolean := false;
+           ring_log2_g : positive := 12);
   port (
     clk, rst   : in  std_logic;
     mps_dw     : in  std_logic_vector(10 downto 0);
@@ -61,7 +62,7 @@ begin
   link <= (mps_dw => unsigned(mps_dw), mrrs_dw => unsigned(mrrs_dw), rcb128 => rcb128);
 
   i_rc : entity work.mprace_pcie_us_rc
-    generic map (data_w_g => data_w_g)
+    generic map (data_w_g => data_w_g, straddle_g => straddle_g)
     port map (
       clk => clk, rst => rst,
       s_axis_rc_tdata => s_axis_rc_tdata, s_axis_rc_tkeep => s_axis_rc_tkeep,

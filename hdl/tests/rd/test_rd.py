@@ -16,10 +16,10 @@ import cocotb
 import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
-from cocotbext.axi import AxiStreamBus, AxiStreamSink, AxiStreamSource
+from cocotbext.axi import AxiStreamBus, AxiStreamSink
 
 import hdl_runner
-from mprace_tb import env_int, pause_pattern, quiet_logs, rc_completion, rcb_cut, rq_tlp
+from mprace_tb import WIDTHS, RcDriver, env_int, width_generics, pause_pattern, quiet_logs, rc_completion, rcb_cut, rq_tlp
 
 RING_LOG2 = 12
 RING = 1 << RING_LOG2    # dwords
@@ -57,7 +57,8 @@ async def read(dut):
     for _ in range(4):
         await RisingEdge(dut.clk)
     rq = AxiStreamSink(AxiStreamBus.from_prefix(dut, "rq"), dut.clk, dut.rst)
-    rc = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_rc"), dut.clk, dut.rst)
+    rc = RcDriver(dut, "s_axis_rc", dut.clk, straddle=bool(env_int("MPRACE_STRADDLE", 0)),
+                  rng=random.Random(f"rc{env_int('MPRACE_SEED', 1)}"), idle=0.15)
     if busy:
         rq.set_pause_generator(pause_pattern(rng, busy))
     dut.rst.value = 0
@@ -153,12 +154,20 @@ async def read(dut):
     crng = random.Random(rng.getrandbits(32))
     lag = 0
     cycles = 0
+    still = 0       # clocks without a ring write, a request or data released
+    last_requests = 0
     err_seen = None
     while st["consumed"] < total and cycles < 400 * total + 200_000 and not errors:
         await RisingEdge(dut.clk)
         cycles += 1
+        still += 1
+        if still > 20_000:
+            errors.append(f"nothing moved for {still} clocks: {st['consumed']} of {total} dwords "
+                          f"released, {len(outstanding)} requests unanswered")
+            break
         en = int(dut.ring_wr_en.value)
         if en:
+            still = 0
             wpos = int(dut.ring_wr_pos.value)
             data = int(dut.ring_wr_data.value)
             for lane in range(len(dut.ring_wr_en)):
@@ -186,6 +195,9 @@ async def read(dut):
                 break
             ring[p] = None
             c += 1
+        if c != st["consumed"] or st["requests"] != last_requests:
+            still = 0
+            last_requests = st["requests"]
         st["consumed"] = c
         if err_seen:
             break
@@ -195,6 +207,7 @@ async def read(dut):
             lag = crng.randint(0, 60) if busy else 0
         lag -= 1
     assert not errors, errors[:3]
+    rc.check_straddled()
     if fail == "none":
         assert st["consumed"] == total, f"stuck at {st['consumed']} of {total} dwords ({st['requests']} requests)"
         for _ in range(50):
@@ -226,13 +239,14 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("width", [256, 512], ids=lambda w: f"w{w}")
+@pytest.mark.parametrize("width", WIDTHS, ids=lambda w: f"w{w}")
 @pytest.mark.parametrize("case", list(CASES))
 def test_rd(case, width):
     mrrs, rcb, busy, fail = CASES[case]
     hdl_runner.run("rd_tb", "test_rd", "read", f"rd_{case}_w{width}",
-                   parameters={"data_w_g": width},
+                   parameters=width_generics(width),
                    env={"MPRACE_SEED": env_int("MPRACE_SEED", 0) or (len(case) * 15485863 + mrrs),
                         "MPRACE_MRRS": mrrs, "MPRACE_RCB": rcb, "MPRACE_BUSY": busy,
-                        "MPRACE_FAIL": fail, "MPRACE_COUNT": 30},
+                        "MPRACE_FAIL": fail, "MPRACE_COUNT": 30,
+                        "MPRACE_STRADDLE": int(width.endswith("s"))},
                    extra_sources=["rd/rd_tb.vhd"])
