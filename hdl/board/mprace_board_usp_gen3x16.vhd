@@ -1,6 +1,7 @@
 -- mprace_board_usp_gen3x16: the 512-bit engine attached to the UltraScale+ PCIe block (PG213,
 -- pcie4_uscale_plus) configured as hdl/README.md "Attaching to a board" says (Gen3 x16 or
--- Gen4 x8, 512-bit AXI4-Stream at 250 MHz, no straddling), for Alveo-class boards. Instantiate
+-- Gen4 x8, 512-bit AXI4-Stream at 250 MHz, RQ and RC straddling on, CQ and CC straddling off),
+-- for Alveo-class boards. Instantiate
 -- it in the board's top level and connect the user streams; the PCIe block and the
 -- reference-clock buffer are black boxes here (the block is the IP you generate: rename the
 -- component to your IP instance's name, keep the port names). For Gen4 x8 set lanes_g = 8.
@@ -166,7 +167,7 @@ begin
     );
 
   u_engine : entity work.mprace_dma_top
-    generic map (data_w_g => 512, clk_mhz_g => 250)
+    generic map (data_w_g => 512, rq_straddle_g => true, rc_straddle_g => true, clk_mhz_g => 250)
     port map (
       user_clk => clk, user_reset => rst,
       s_axis_cq_tdata => cq_tdata, s_axis_cq_tkeep => cq_tkeep, s_axis_cq_tuser => cq_tuser,

@@ -199,7 +199,7 @@ double presetRate(unsigned int gen, unsigned int lanes, unsigned int mps, Channe
 	double raw = lane * lanes;
 	bool c2h = ch == Channel::C2H;
 	double wire_ns = (mps + (c2h ? 24 : 20)) / raw * 1e9;
-	unsigned int beat = raw > 8e9 ? 64 : 32, slot = c2h && beat == 64 ? 32 : beat;
+	unsigned int beat = raw > 8e9 ? 64 : 32, slot = beat == 64 ? 32 : beat;   // straddled at 512
 	unsigned int slots = ((c2h ? 16 : 12) + mps + slot - 1) / slot;
 	double iface_ns = slots * slot / static_cast<double>(beat) * 4.0;   // 250 MHz
 	if (raw > beat * 250e6)

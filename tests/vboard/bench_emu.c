@@ -256,7 +256,7 @@ static double model_MBps(const char *opts, pd_device *dev, unsigned int ch)
 	raw = lanes * lane;
 	wire_ns = (mps + (ch == MP_CH_C2H ? 24 : 20)) / raw * 1e9;
 	beat = raw > 8e9 ? 64 : 32;
-	slot = ch == MP_CH_C2H && beat == 64 ? 32 : beat;
+	slot = beat == 64 ? 32 : beat;   /* the 512-bit engine straddles both ways */
 	slots = (unsigned int)(((ch == MP_CH_C2H ? 16 : 12) + mps + slot - 1) / slot);
 	iface_ns = slots * (double)slot / beat * 4.0;   /* 250 MHz */
 	if (raw > beat * 250e6)

@@ -8,7 +8,7 @@
  * For a preset, ns_per_byte = 1 / (lanes * lane rate after 8b/10b or 128b/130b encoding) and
  * ns_per_tlp = (TLP overhead bytes) * ns_per_byte (+ tlp=). A preset's TLP also takes at least
  * the time the engine's interface needs for it (its descriptor and payload in beats of the
- * datapath at the engine clock; C2H writes in half beats at 512 bits, where they straddle):
+ * datapath at the engine clock; half beats at 512 bits, where writes and completions straddle):
  * where that is longer, the difference is added per TLP. The engine (emu_engine.c) adds the
  * per-descriptor latency and paces every transfer from its own start.
  */
@@ -51,12 +51,12 @@ void emu_link_init(struct emu_link *link, const struct emu_config *cfg)
 			link->ns_per_tlp[ch] = cfg->ovh[ch] * link->ns_per_byte[ch] + cfg->tlp_ns;
 		}
 	}
-	/* RQ: 4-dword write descriptors, C2H straddles at 512 bits; RC: 3-dword completion
-	 * descriptors, whole beats */
+	/* RQ: 4-dword write descriptors, RC: 3-dword completion descriptors; the 512-bit engine
+	 * straddles both (a TLP may start in the upper half of a beat) */
 	link->hdr_bytes[MP_CH_C2H] = 16;
 	link->hdr_bytes[MP_CH_H2C] = 12;
-	link->slot_bytes[MP_CH_C2H] = cfg->datapath == 64 ? 32 : cfg->datapath;
-	link->slot_bytes[MP_CH_H2C] = cfg->datapath;
+	for (ch = 0; ch < MP_CH_COUNT; ch++)
+		link->slot_bytes[ch] = cfg->datapath == 64 ? 32 : cfg->datapath;
 	link->beat_bytes = cfg->datapath;
 	link->beat_ns = 0;
 	/* gen4x16 is faster than the 512-bit engine carries at 250 MHz: no engine of ours
