@@ -1393,7 +1393,14 @@ def link_limits(tb, mps, mrrs, addr64=False):
     beats_cpl = -(-(12 + mps) // unit) * unit / tb.beat_bytes
     # both directions at once: the writes share RQ with one read request (one beat) per MRRS
     both = 1 / (beats_wr / mps + 1 / mrrs) / 4
-    return dict(link=link, rq=mps / (beats_wr * 4.0), rc=mps / (beats_cpl * 4.0), rq_both=both)
+    return dict(link=link, rq=mps / (beats_wr * 4.0), rc=mps / (beats_cpl * 4.0), rq_both=both,
+                beats_wr=beats_wr)
+
+
+def rq_busy(lim, mps, mrrs, c2h_bytes, h2c_bytes, ns):
+    """The share of RQ's clocks in ns that C2H's writes and H2C's read requests (one beat per
+    MRRS) of these sizes take: with both directions streaming, RQ is what they share."""
+    return (c2h_bytes * lim["beats_wr"] / mps + h2c_bytes / mrrs) * 4 / ns
 
 
 @cocotb.test()
@@ -1444,19 +1451,25 @@ async def throughput(dut):
             assert (await tb.rd("CHECK_WORDS"), await tb.rd("CHECK_ERRORS")) == (total // 4, 0)
         for ch in mode:
             await halt(tb, ch)
+    both = {ch: (nb, t) for run_, ch, nb, t, g, limit in rows if "+" in run_}
+    busy = 100 * rq_busy(lim, tb.mps, tb.mrrs, both[C2H][0], both[H2C][0],
+                         max(t for nb, t in both.values()))
     out = (hdl_runner.build_root() /
            f"throughput-{tb.variant}-mps{tb.mps}-mrrs{tb.mrrs}-gen{tb.gen}.csv")
     with open(out, "w") as f:
-        f.write("run,direction,bytes,ns,GBps,tlp_max_GBps,link_tlp_max_GBps,percent\n")
+        f.write("run,direction,bytes,ns,GBps,tlp_max_GBps,link_tlp_max_GBps,percent,"
+                "rq_busy_percent\n")
         for run_, ch, nb, t, g, limit in rows:
             f.write(f"{run_},{ch},{nb},{t:.0f},{g:.3f},{limit:.3f},{lim['link']:.3f},"
-                    f"{100 * g / limit:.1f}\n")
+                    f"{100 * g / limit:.1f},{f'{busy:.1f}' if '+' in run_ else ''}\n")
     for run_, ch, nb, t, g, limit in rows:
         msg = (f"THROUGHPUT {run_:7s} {ch} {tb.width} bit Gen{tb.gen} x{tb.lanes} MPS {tb.mps} "
                f"MRRS {tb.mrrs}: {nb} bytes in {t:.0f} ns = {g:.3f} GB/s; "
                f"TLP-limited max {limit:.3f} GB/s (link {lim['link']:.3f}, {tb.width}-bit "
                f"interface {lim['rq' if ch == C2H else 'rc']:.3f}) = {100 * g / limit:.1f} %")
         tb.log.info(msg)
+    tb.log.info(f"THROUGHPUT both at once: RQ busy {busy:.1f} % of its clocks (C2H's writes "
+                f"and H2C's read requests)")
     tb.log.info("figures written to %s", out)
 
 
