@@ -154,15 +154,10 @@ architecture rtl of mprace_pcie_us_rc is
     return o;
   end function;
 
-  -- where a completion starts, and where its payload starts
-  function start_of(hi : std_logic) return lane_t is
-  begin
-    if hi = '1' then return HALF_c; else return 0; end if;
-  end function;
-
+  -- the first payload lane of a completion starting in lane 0 (hi = '0') or lane HALF
   function shift_of(hi : std_logic) return lane_t is
   begin
-    return start_of(hi) + HDR_c;
+    if hi = '1' then return HALF_c + HDR_c; else return HDR_c; end if;
   end function;
 
   -- payload dwords from lane sh to lane e of one beat (none if e < sh)
@@ -206,6 +201,8 @@ begin
     variable take : boolean;
     variable src  : std_logic_vector(DATA_W_c-1 downto 0);
     variable u    : std_logic_vector(rc_user_w(512)-1 downto 0);   -- the 512-bit layout
+    -- the descriptors a completion starting in lane 0 or lane HALF would have, and a's
+    variable hdr_lo, hdr_hi, a_hdr : hdr_r;
   begin
     v := r;
     v.o_valid := '0';
@@ -244,6 +241,14 @@ begin
       a_e := last_lane(r.in_keep);
     end if;
 
+    -- (two fixed positions: a run-time lane index would cost a multiplexer per position)
+    hdr_lo := hdr_at(r.in_data, 0);
+    hdr_hi := hdr_at(r.in_data, HALF_c);
+    a_hdr := hdr_lo;
+    if a_hi = '1' then
+      a_hdr := hdr_hi;
+    end if;
+
     ------------------------------------------------------------------ its output beats, in order
     outs := (others => OUT_INIT_c);
     n := 0;
@@ -262,12 +267,12 @@ begin
       end if;
     elsif a_new and a_end then
       outs(0) := (from_prev => false, hi => a_hi, count => span(shift_of(a_hi), a_e),
-                  sop => '1', eop => '1', hdr => hdr_at(r.in_data, start_of(a_hi)));
+                  sop => '1', eop => '1', hdr => a_hdr);
       n := 1;
     end if;
     if b_end then
       outs(n) := (from_prev => false, hi => '1', count => span(HALF_c + HDR_c, b_e),
-                  sop => '1', eop => '1', hdr => hdr_at(r.in_data, HALF_c));
+                  sop => '1', eop => '1', hdr => hdr_hi);
       n := n + 1;
     end if;
 
@@ -284,7 +289,11 @@ begin
       v.o_sop   := o.sop;
       v.o_eop   := o.eop;
       v.o_hdr   := o.hdr;
-      v.o_data  := rotate(src, r.in_data, shift_of(o.hi));
+      if o.hi = '1' then
+        v.o_data := rotate(src, r.in_data, HALF_c + HDR_c);
+      else
+        v.o_data := rotate(src, r.in_data, HDR_c);
+      end if;
       v.o_keep  := ones(o.count, LANES_c);
       if not take then
         v.phase := r.phase + 1;
@@ -302,14 +311,14 @@ begin
         end if;
         v.hi      := '1';
         v.started := '0';
-        v.hdr     := hdr_at(r.in_data, HALF_c);
+        v.hdr     := hdr_hi;
       elsif a_end then
         v.in_tlp := '0';
       elsif a_new then
         v.in_tlp  := '1';
         v.hi      := a_hi;
         v.started := '0';
-        v.hdr     := hdr_at(r.in_data, start_of(a_hi));
+        v.hdr     := a_hdr;
       elsif a_cont then
         v.started := '1';
       end if;
