@@ -180,6 +180,24 @@ begin
     variable take     : natural range 0 to LANES_c;
     variable finish   : boolean;     -- the job ends with the beat issued now
     variable ack_seq  : unsigned(7 downto 0);
+
+    -- the planned TLP (r.nlen dwords at r.addr) starts in the beat issued now: its descriptor,
+    -- and the job advanced past it (to its end where it ends at a packet end)
+    procedure start_tlp(variable nxt : inout two_process_r) is
+    begin
+      nxt.s2_hdr   := rq_desc(std_logic_vector(r.addr), r.nlen, REQ_MEM_WRITE_c, 0);
+      nxt.s2_user  := rq_user(r.nlen);
+      nxt.addr     := r.addr + shift_left(resize(r.nlen, 64), 2);
+      nxt.rem_dw   := r.rem_dw - r.nlen;
+      nxt.bytes    := r.bytes + shift_left(resize(r.nlen, DESC_LEN_BYTES_WIDTH_c), 2);
+      nxt.plan_ok  := '0';
+      nxt.progress := '1';
+      if r.nhit = '1' then
+        nxt.eop_pop := '1';
+        nxt.eop     := '1';
+        nxt.rem_dw  := (others => '0');
+      end if;
+    end procedure;
   begin
     v := r;
     v.eop_pop  := '0';
@@ -272,22 +290,11 @@ begin
           take := to_integer(umin(r.nlen, to_unsigned(HDR_DATA_c, 11)));
           v.s2_valid := '1';
           v.s2_kind  := Hdr_k;
-          v.s2_hdr   := rq_desc(std_logic_vector(r.addr), r.nlen, REQ_MEM_WRITE_c, 0);
-          v.s2_user  := rq_user(r.nlen);
           v.s2_take  := take;
           v.s2_last  := '0';
           v.rd_pos   := r.rd_pos + take;
           v.t_rem    := r.nlen - take;
-          v.addr     := r.addr + shift_left(resize(r.nlen, 64), 2);
-          v.rem_dw   := r.rem_dw - r.nlen;
-          v.bytes    := r.bytes + shift_left(resize(r.nlen, DESC_LEN_BYTES_WIDTH_c), 2);
-          v.plan_ok  := '0';
-          v.progress := '1';
-          if r.nhit = '1' then
-            v.eop_pop := '1';
-            v.eop     := '1';
-            v.rem_dw  := (others => '0');
-          end if;
+          start_tlp(v);
           if r.nlen <= HDR_DATA_c then
             v.s2_last := '1';
             v.issued  := r.issued + 1;
@@ -316,24 +323,13 @@ begin
             -- the next TLP starts in the upper half of this beat: its descriptor in lanes
             -- HALF_c.. HALF_c+3, its first data dwords after it
             v.s2_kind  := Merge_k;
-            v.s2_hdr   := rq_desc(std_logic_vector(r.addr), r.nlen, REQ_MEM_WRITE_c, 0);
-            v.s2_user  := rq_user(r.nlen);
+            start_tlp(v);
             v.s2_user(RQU_SOP_HI_c)  := '1';
             v.s2_user(RQU_EOP_MID_c) := '1';
             v.s2_user(RQU_EOP_PTR_c+3 downto RQU_EOP_PTR_c) :=
               std_logic_vector(resize(r.t_rem - 1, 4));
             v.rd_pos   := r.rd_pos + r.t_rem + (HALF_c - 4);
             v.t_rem    := r.nlen - (HALF_c - 4);
-            v.addr     := r.addr + shift_left(resize(r.nlen, 64), 2);
-            v.rem_dw   := r.rem_dw - r.nlen;
-            v.bytes    := r.bytes + shift_left(resize(r.nlen, DESC_LEN_BYTES_WIDTH_c), 2);
-            v.plan_ok  := '0';
-            v.progress := '1';
-            if r.nhit = '1' then
-              v.eop_pop := '1';
-              v.eop     := '1';
-              v.rem_dw  := (others => '0');
-            end if;
           elsif r.t_rem <= LANES_c then
             v.s2_last := '1';
             v.issued  := r.issued + 1;
