@@ -133,6 +133,10 @@ class TB:
         # sideband's start and end pointers alone. MPRACE_STRADDLE=0: neither (both generics off)
         self.straddle = self.width == 512 and bool(env_int("MPRACE_STRADDLE", 1))
         extra = dict(rq_straddle=True, rc_straddle=True) if self.straddle else {}
+        # MPRACE_BLOCK_RC_STRADDLE=0: the block does not straddle RC, the engine still may take
+        # two completions per beat (rc_straddle_g on reads the sideband, which says either way)
+        if self.straddle and not env_int("MPRACE_BLOCK_RC_STRADDLE", 1):
+            extra["rc_straddle"] = False
         # names the figures: w256, w512, w512n (512 bits without straddling)
         self.variant = f"w{self.width}" + ("n" if self.width == 512 and not self.straddle else "")
         self.dev = model(

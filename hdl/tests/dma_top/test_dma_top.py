@@ -1624,6 +1624,15 @@ def test_h2c_reordered(width):
     run("h2c_random", "h2c_reordered", reorder=1, pause=1, seed=13, mrrs=256, width=width)
 
 
+def test_h2c_block_unstraddled(width):
+    """rc_straddle_g on with the block's RC straddle option off: one completion per beat,
+    found by the same sideband."""
+    if width != "512":
+        pytest.skip("the 512-bit engine with RC straddling")
+    run("h2c_random", "h2c_block_unstraddled", reorder=1, pause=1, seed=14, mrrs=512,
+        block_rc_straddle=0, width=width)
+
+
 def test_test_logic(width):
     run("test_logic", seed=21, width=width)
 
