@@ -675,7 +675,8 @@ class RcDriver:
     SOP, SOP_PTR, EOP, EOP_PTR = 64, 68, 76, 80     # PG213 RC tuser fields at 512 bits
 
     def __init__(self, dut, prefix, clk, straddle=False, rng=None, idle=0.0):
-        self.bus = {n: getattr(dut, f"{prefix}_{n}") for n in ("tdata", "tkeep", "tuser", "tlast", "tvalid", "tready")}
+        self.bus = {n: getattr(dut, f"{prefix}_{n}")
+                    for n in ("tdata", "tkeep", "tuser", "tlast", "tvalid", "tready")}
         self.clk = clk
         self.lanes = len(self.bus["tkeep"])
         self.straddle = straddle

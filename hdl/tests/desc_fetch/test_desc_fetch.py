@@ -21,7 +21,8 @@ from cocotb.triggers import RisingEdge, Timer
 from cocotbext.axi import AxiStreamBus, AxiStreamSink
 
 import hdl_runner
-from mprace_tb import WIDTHS, RcDriver, env_int, width_generics, pause_pattern, quiet_logs, rc_completion, rcb_cut, rq_tlp
+from mprace_tb import (WIDTHS, RcDriver, env_int, pause_pattern, quiet_logs, rc_completion,
+                       rcb_cut, rq_tlp, width_generics)
 
 TAG = 3            # the fetcher's tag (generic tag_g of the wrapper)
 MAX_LEN = 1 << 24  # MP_ENGINE_MAX_DESC_LEN

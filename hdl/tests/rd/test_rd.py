@@ -19,7 +19,8 @@ from cocotb.triggers import RisingEdge, Timer
 from cocotbext.axi import AxiStreamBus, AxiStreamSink
 
 import hdl_runner
-from mprace_tb import WIDTHS, RcDriver, env_int, width_generics, pause_pattern, quiet_logs, rc_completion, rcb_cut, rq_tlp
+from mprace_tb import (WIDTHS, RcDriver, env_int, pause_pattern, quiet_logs, rc_completion,
+                       rcb_cut, rq_tlp, width_generics)
 
 RING_LOG2 = 12
 RING = 1 << RING_LOG2    # dwords
