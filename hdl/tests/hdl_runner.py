@@ -7,8 +7,6 @@ import os
 import tempfile
 from pathlib import Path
 
-from cocotb_tools.runner import get_runner
-
 TOP = Path(__file__).resolve().parents[2]
 RTL = TOP / "hdl" / "rtl"
 SPEC_PKG = TOP / "spec" / "vhdl" / "engine_spec_pkg.vhd"   # generated from the spec
@@ -37,6 +35,8 @@ def build_root():
 def run(toplevel, module, testcase, name, env=None, parameters=None, extra_sources=()):
     """Run cocotb test `testcase` of `module` against `toplevel` (with generics `parameters`);
     extra_sources are test wrappers, relative to hdl/tests. Raises if the test fails."""
+    # imported here: the source list above serves tools without cocotb (yosys_estimate.py)
+    from cocotb_tools.runner import get_runner
     runner = get_runner("ghdl")
     bdir = build_root() / toplevel
     sources = SOURCES + [Path(__file__).parent / f for f in extra_sources]
