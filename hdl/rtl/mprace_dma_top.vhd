@@ -3,8 +3,8 @@
 -- the 7-series Gen3 / UltraScale block (PG023 / PG156, Gen3 x8), 512 for the UltraScale+ block
 -- (PG213, Gen3 x16 / Gen4 x8). The width sets the ports' widths, the sideband layouts (tuser
 -- widths from mprace_dma_pkg) and CAPS.DATAPATH_BYTES; at 512 bits RQ and RC straddle (two
--- TLPs per beat, rq_straddle_g / rc_straddle_g), at 256 nothing does. All ports are flat std_logic(_vector)s;
--- the core's interfaces keep Xilinx's names.
+-- TLPs per beat, rq_straddle_g / rc_straddle_g), at 256 nothing does. All ports are flat
+-- std_logic(_vector)s; the core's interfaces keep Xilinx's names.
 --   BAR0 registers  : s_axis_cq_* / m_axis_cc_*         (mprace_pcie_us_cq_cc, mprace_dma_regs)
 --   bus mastering   : m_axis_rq_* / s_axis_rc_*         (fetchers, write and read engines)
 --   interrupts      : cfg_interrupt_* (MSI, INTx)       (mprace_dma_irq)
