@@ -220,8 +220,10 @@ struct pcidriver_sg_entry {
  * Copies up to count entries of the SG list of umem id, starting at entry first, into the
  * array at entries. Entries are in buffer order; contiguous DMA segments are coalesced as long
  * as an entry stays within max_segment_size and does not cross the device's segment boundary.
- * Every bus address keeps the offset within its page of the byte it maps, also where bounce
- * buffers are used, so page-granular address lists (e.g. NVMe PRPs) can be built from it.
+ * Every bus address keeps the offset within its page of the byte it maps, so page-granular
+ * address lists (e.g. NVMe PRPs) can be built from it; where bounce buffers (swiotlb) carry
+ * the data, only on Linux 6.3 and later (before, a bounced entry starts at any 2 KiB boundary:
+ * use page-aligned buffers whose size is a whole number of pages there).
  * Out: count (entries copied), total (entries in the list). first == total copies nothing.
  * Errors: ENOENT; EINVAL first > total; EFAULT.
  */
@@ -307,8 +309,14 @@ struct pcidriver_irq_clear {
  * or evicted by its exporter) unless the caller has CAP_IPC_LOCK. The CPU reaches the memory,
  * if at all, through the exporter (mmap of the dma-buf fd, DMA_BUF_IOCTL_SYNC).
  * Errors: EBADF fd is not an open file; EINVAL fd is not a dma-buf, no direction, size above
- * PCIDRIVER_UMEM_MAX_SIZE; ENOMEM over RLIMIT_MEMLOCK or out of memory / IOVA space; ERANGE
- * the exporter handed out a bus address beyond the device's DMA mask; ENOSPC no free ID;
+ * PCIDRIVER_UMEM_MAX_SIZE; EACCES FROM_DEVICE on a dma-buf whose file is not open for writing
+ * (exported read-only: the device may not write what the caller may only read); ENOMEM over
+ * RLIMIT_MEMLOCK or out of memory / IOVA / bounce-buffer space (may succeed later); E2BIG
+ * the exporter's segments are longer than a bounce buffer (swiotlb maps at most 256 KiB at
+ * once, e.g. a system-heap buffer of 1 MiB pages under swiotlb=force: never imports on that
+ * boot); ERANGE a page of the dma-buf, or a bus address the exporter handed out, lies beyond
+ * the device's DMA mask and no bounce buffer it can reach exists (checked before anything is
+ * mapped, as for PCIDRIVER_UMEM_MAP); ENOSPC no free ID;
  * EINTR a signal arrived while waiting for the dma-buf's reservation lock;
  * EOPNOTSUPP the kernel was built without dma-buf support (CONFIG_DMA_SHARED_BUFFER);
  * other errors are the exporter's refusal to attach, pin or map for this device (EOPNOTSUPP,

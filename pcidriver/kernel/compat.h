@@ -6,6 +6,9 @@
 #ifndef PCIDRV_COMPAT_H
 #define PCIDRV_COMPAT_H
 
+#include <linux/dma-buf.h>
+#include <linux/dma-mapping.h>
+#include <linux/iosys-map.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/sched.h>
@@ -61,6 +64,43 @@ static inline bool pcidrv_bounce_pool_last(struct device *dev, phys_addr_t *last
 	return true;
 #else
 	return false;
+#endif
+}
+
+/*
+ * Keeps the offset within its page of every byte a bounce buffer (swiotlb) carries, so that
+ * page-granular address lists (NVMe PRPs) built from bounced bus addresses stay valid.
+ * Only from 6.3: before it, swiotlb's slot search with a min_align_mask above its 2 KiB slot
+ * size steps past its starting slot and never stops when no free run fits a buffer whose
+ * page offset has bit 11 set, a hard lockup under the pool's lock. Older kernels keep the
+ * offset where nothing bounces (direct mapping, IOMMU) and only there (docs/pcidriver.md).
+ */
+static inline void pcidrv_keep_page_offset(struct device *dev)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	dma_set_min_align_mask(dev, PAGE_SIZE - 1);
+#endif
+}
+
+/*
+ * A kernel mapping of a dma-buf: dma_buf_vmap() took the reservation lock itself before 6.2;
+ * from 6.2 its callers hold it, and the _unlocked variants take it.
+ */
+static inline int pcidrv_dma_buf_vmap(struct dma_buf *dmabuf, struct iosys_map *map)
+{
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
+	return dma_buf_vmap(dmabuf, map);
+#else
+	return dma_buf_vmap_unlocked(dmabuf, map);
+#endif
+}
+
+static inline void pcidrv_dma_buf_vunmap(struct dma_buf *dmabuf, struct iosys_map *map)
+{
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
+	dma_buf_vunmap(dmabuf, map);
+#else
+	dma_buf_vunmap_unlocked(dmabuf, map);
 #endif
 }
 

@@ -123,16 +123,17 @@ static struct pcidrv_dev *pcidrv_dev_alloc(struct pci_dev *pdev)
 }
 
 /*
- * The DMA mask from the dma_bits parameter, and page-offset preservation: bounce buffers
- * (swiotlb) keep the offset of each byte within its page, so that a bus address list built
- * page by page (NVMe PRP lists, engines with page-sized descriptors) stays valid.
+ * The DMA mask from the dma_bits parameter, and page-offset preservation where the kernel
+ * allows it (compat.h): bounce buffers (swiotlb) keep the offset of each byte within its
+ * page, so that a bus address list built page by page (NVMe PRP lists, engines with
+ * page-sized descriptors) stays valid.
  */
 static int pcidrv_set_dma_mask(struct pcidrv_dev *pd)
 {
 	unsigned int bits = clamp(READ_ONCE(pcidrv_dma_bits), 12U, 64U);
 	struct device *dev = &pd->pdev->dev;
 
-	dma_set_min_align_mask(dev, PAGE_SIZE - 1);
+	pcidrv_keep_page_offset(dev);
 
 	if (!dma_set_mask_and_coherent(dev, DMA_BIT_MASK(bits))) {
 		pd->dma_mask_bits = bits;

@@ -193,6 +193,12 @@ int pcidrv_acct_charge(struct pcidrv_acct *acct, unsigned long pages);
 void pcidrv_acct_uncharge(struct pcidrv_acct *acct);
 
 /* umem.c */
+enum pcidrv_reach {
+	PCIDRV_REACH_ALL,		/* IOMMU, or a bounce pool within the mask */
+	PCIDRV_REACH_NONE,		/* every page is bounced into a pool beyond the mask */
+	PCIDRV_REACH_BELOW_LIMIT,	/* pages up to *limit only, nothing bounces them */
+};
+enum pcidrv_reach pcidrv_dma_reach(struct device *dev, u64 *limit);
 int pcidrv_ioctl_umem_map(struct pcidrv_file *f, struct pcidriver_umem_map __user *arg);
 int pcidrv_ioctl_umem_unmap(struct pcidrv_file *f, struct pcidriver_mem_id __user *arg);
 int pcidrv_ioctl_umem_sglist(struct pcidrv_file *f, struct pcidriver_umem_sglist __user *arg);

@@ -239,27 +239,43 @@ static int pcidrv_umem_pin(struct pcidrv_umem *um, unsigned long vaddr, unsigned
 }
 
 /*
- * -ERANGE unless the device can reach every page of um, directly or through a bounce
- * buffer it can address. The DMA API WARNs when handed a page beyond the device's mask with
- * no bounce pool (dma-direct), or a bounce pool beyond the mask (swiotlb), which a device
- * with a mask below 32 bits meets on an ordinary machine: such a buffer is refused here
- * instead. Behind an IOMMU (a DMA domain) bus addresses are IOVAs allocated within the mask.
+ * Which CPU pages dev reaches, directly or through a bounce buffer it can address. The DMA
+ * API WARNs when handed a page beyond the device's mask with no bounce pool (dma-direct), or
+ * a bounce pool beyond the mask (swiotlb), which a device with a mask below 32 bits meets on
+ * an ordinary machine: callers refuse such pages (ERANGE) before anything is mapped. Behind
+ * an IOMMU (a DMA domain) bus addresses are IOVAs allocated within the mask.
  */
+enum pcidrv_reach pcidrv_dma_reach(struct device *dev, u64 *limit)
+{
+	struct iommu_domain *domain = iommu_get_domain_for_dev(dev);
+	phys_addr_t pool_last;
+
+	*limit = min_not_zero(dma_get_mask(dev), dev->bus_dma_limit);
+	if (domain && iommu_is_dma_domain(domain))
+		return PCIDRV_REACH_ALL;
+	if (pcidrv_bounce_pool_last(dev, &pool_last) && phys_to_dma(dev, pool_last) <= *limit)
+		return PCIDRV_REACH_ALL;	/* pages out of reach are bounced */
+	if (is_swiotlb_force_bounce(dev))
+		return PCIDRV_REACH_NONE;	/* every page would be bounced out of reach */
+	return PCIDRV_REACH_BELOW_LIMIT;
+}
+
+/* -ERANGE unless the device can reach every page of um (pcidrv_dma_reach). */
 static int pcidrv_umem_check_reach(struct pcidrv_umem *um)
 {
 	struct device *dev = &um->pd->pdev->dev;
-	struct iommu_domain *domain = iommu_get_domain_for_dev(dev);
-	u64 limit = min_not_zero(dma_get_mask(dev), dev->bus_dma_limit);
 	struct scatterlist *sg;
-	phys_addr_t pool_last;
 	unsigned int i;
+	u64 limit;
 
-	if (domain && iommu_is_dma_domain(domain))
+	switch (pcidrv_dma_reach(dev, &limit)) {
+	case PCIDRV_REACH_ALL:
 		return 0;
-	if (pcidrv_bounce_pool_last(dev, &pool_last) && phys_to_dma(dev, pool_last) <= limit)
-		return 0;		/* pages out of reach are bounced */
-	if (is_swiotlb_force_bounce(dev))
-		return -ERANGE;		/* every page would be bounced out of reach */
+	case PCIDRV_REACH_NONE:
+		return -ERANGE;
+	case PCIDRV_REACH_BELOW_LIMIT:
+		break;
+	}
 	for_each_sgtable_sg(&um->sgt.sgt, sg, i)
 		if (phys_to_dma(dev, sg_phys(sg) + sg->length - 1) > limit)
 			return -ERANGE;

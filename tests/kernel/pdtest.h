@@ -63,6 +63,15 @@ int find_pci(unsigned int vendor, unsigned int device, char *addr, size_t len);
 int bind_pci(const char *addr);
 int unbind_pci(const char *addr);
 
+/* ---- dma-buf exporters (exporters.c); each returns a dma-buf fd or -errno ---- */
+int raw_import(int fd, int dmabuf_fd, uint32_t flags, uint32_t reserved);	/* 0 or -errno */
+int udmabuf_new(size_t size, int *memfd);	/* over a new sealed memfd, returned in *memfd */
+int udmabuf_over(int memfd, uint64_t offset, size_t size);	/* over part of a memfd */
+int heap_new(size_t size, int writable);	/* the system heap; read-only file unless writable */
+int vgem_new(size_t size, int writable);	/* a vgem dumb buffer, exported RDWR or read-only */
+int boot_has(const char *word);			/* the kernel command line holds word */
+int kernel_before(int major, int minor);	/* the running kernel is older than major.minor */
+
 /* ---- the edu device (QEMU docs/specs/edu.rst) ---- */
 #define EDU_VENDOR	0x1234
 #define EDU_DEVICE	0x11e8

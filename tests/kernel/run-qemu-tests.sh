@@ -31,7 +31,7 @@ set -u
 CONFIGS=${PCIDRIVER_QEMU_CONFIGS:-"plain iommu swiotlb plain-1g iommu-1g swiotlb-1g"}
 KERNELS=${PCIDRIVER_QEMU_KERNELS:-${KERNEL_RELEASES:-${KERNEL_RELEASE:-}}}
 PDT_GROUPS=${PCIDRIVER_QEMU_GROUPS:-"load info bar config kmem umem dmabuf irq twodev ownership lifetime \
-unpriv memlock badinput compat32 reach nvme wc unbind stall reload intx unload"}
+unpriv memlock churn badinput compat32 reach nvme wc unbind stall reload intx unload"}
 PDT_GROUPS_1G="load reach"
 TIMEOUT=${PCIDRIVER_QEMU_TIMEOUT:-240}
 SMP=${PCIDRIVER_QEMU_SMP:-2}
@@ -175,8 +175,22 @@ echo "=== DMESG END" > /dev/ttyS1
 poweroff -f
 EOF
 chmod 755 "$root/init"
+# vgem (and what it needs), the dma-buf exporter of kernels without udmabuf and DMA-BUF heaps
+# (Debian's 6.1), where the kernel has it as plain modules; elsewhere its checks do without.
+vgem_for() {
+	for m in drm drm_shmem_helper vgem/vgem; do
+		f=/lib/modules/$1/kernel/drivers/gpu/drm/$m.ko
+		[ -r "$f" ] || return 0
+	done
+	mkdir -p "$root/vgem"
+	for m in drm drm_shmem_helper vgem/vgem; do
+		cp "/lib/modules/$1/kernel/drivers/gpu/drm/$m.ko" "$root/vgem/"
+	done
+}
 for k in $KERNELS; do
 	cp "$(kmod_for "$k")" "$root/pcidriver.ko"
+	rm -rf "$root/vgem"
+	vgem_for "$k"
 	(cd "$root" && find . | "$CPIO" -o -H newc --quiet) | gzip -1 > "$work/initrd-$k.gz" ||
 		bail "initramfs failed"
 done

@@ -49,59 +49,10 @@ static const char *const dmabuf_checks[] = {
 	"dmabuf: an unprivileged import beyond RLIMIT_MEMLOCK fails with ENOMEM, one within it works",
 	"dmabuf: unbinding the device detaches a live import; its calls then fail with ENODEV",
 	"dmabuf: the virtual board imports udmabufs: its C2H pattern lands in the memfd byte for byte, H2C from one passes its checker",
+	"dmabuf: a dma-buf whose file is read-only (system heap; vgem exported without DRM_RDWR) fails with EACCES for the device to write or both, and imports for it to read; the same on the virtual board",
+	"dmabuf: a system-heap buffer of 1 MiB pages fails with E2BIG under swiotlb=force (longer than a bounce buffer), and imports elsewhere",
 	NULL,
 };
-
-static int raw_import(int fd, int dmabuf_fd, uint32_t flags, uint32_t reserved)
-{
-	struct pcidriver_dmabuf_import req = {
-		.argsz = sizeof(req), .flags = flags, .fd = dmabuf_fd, .__reserved = reserved,
-	};
-
-	return raw_ioctl(fd, PCIDRIVER_DMABUF_IMPORT, &req);
-}
-
-/* A udmabuf over a new sealed memfd of size bytes; the memfd in *memfd. fd or -errno. */
-static int udmabuf_new(size_t size, int *memfd)
-{
-	struct udmabuf_create c = { .flags = UDMABUF_FLAGS_CLOEXEC, .size = size };
-	int dev, mfd, fd, ret;
-
-	dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
-	if (dev < 0)
-		return -errno;
-	mfd = memfd_create("pdtest-udmabuf", MFD_ALLOW_SEALING | MFD_CLOEXEC);
-	if (mfd < 0 || ftruncate(mfd, (off_t)size) || fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK)) {
-		ret = -errno;
-		goto err;
-	}
-	c.memfd = (uint32_t)mfd;
-	fd = ioctl(dev, UDMABUF_CREATE, &c);
-	if (fd < 0) {
-		ret = -errno;
-		goto err;
-	}
-	close(dev);
-	*memfd = mfd;
-	return fd;
-err:
-	if (mfd >= 0)
-		close(mfd);
-	close(dev);
-	return ret;
-}
-
-static int heap_new(size_t size)
-{
-	struct dma_heap_allocation_data a = { .len = size, .fd_flags = O_RDWR | O_CLOEXEC };
-	int heap = open("/dev/dma_heap/system", O_RDONLY | O_CLOEXEC), ret;
-
-	if (heap < 0)
-		return -errno;
-	ret = ioctl(heap, DMA_HEAP_IOCTL_ALLOC, &a) ? -errno : (int)a.fd;
-	close(heap);
-	return ret;
-}
 
 /* Attachments of the device named `name` over every dma-buf (debugfs), -1 if unknown. */
 static int attachments_of(const char *name)
@@ -141,11 +92,13 @@ static int sg_covers(pd_umem *um, size_t size)
 	return total == size;
 }
 
+#define FIRST_WITHOUT_UDMABUF 14	/* the checks from here need no udmabuf */
+
 static void skip_from(int first, const char *why)
 {
 	int i;
 
-	for (i = first; dmabuf_checks[i]; i++)
+	for (i = first; i < FIRST_WITHOUT_UDMABUF; i++)
 		printf("ok - %s # SKIP %s\n", dmabuf_checks[i], why);
 }
 
@@ -269,6 +222,79 @@ static int emu_round_trip(int c2h_fd, int c2h_mfd, int h2c_fd, int h2c_mfd, size
 	return ret;
 }
 
+/* A read-only dma-buf: the system heap's, else vgem's (Debian's 6.1 has no heap); or -errno. */
+static int readonly_dmabuf(size_t size, const char **what)
+{
+	int fd = heap_new(size, 0);
+
+	*what = "system heap";
+	if (fd == -ENOENT) {
+		*what = "vgem";
+		fd = vgem_new(size, 0);
+	}
+	return fd;
+}
+
+static void dmabuf_readonly(int fd)
+{
+	const uint32_t to = PCIDRIVER_UMEM_TO_DEVICE, from = PCIDRIVER_UMEM_FROM_DEVICE;
+	struct pcidriver_mem_id unmap = { .argsz = sizeof(unmap) };
+	const char *what;
+	int ro = readonly_dmabuf(4 * PAGE, &what), a, b, c, d = -1, e = -1;
+
+	if (ro < 0) {
+		printf("ok - %s # SKIP no exporter (%s: %s)\n", dmabuf_checks[14], what, errname(ro));
+		return;
+	}
+	a = raw_import(fd, ro, from, 0);
+	b = raw_import(fd, ro, from | to, 0);
+	{
+		struct pcidriver_dmabuf_import req = { .argsz = sizeof(req), .flags = to, .fd = ro };
+
+		c = raw_ioctl(fd, PCIDRIVER_DMABUF_IMPORT, &req);
+		unmap.id = req.id;
+		if (!c)
+			raw_ioctl(fd, PCIDRIVER_UMEM_UNMAP, &unmap);
+	}
+	{	/* the virtual board keeps the same rule */
+		pd_device *emu = NULL;
+		pd_umem *um = NULL;
+
+		if (!mp_vboard_register() && !pd_open("emu:", &emu)) {
+			d = pd_dmabuf_import(emu, ro, PD_DMA_FROM_DEVICE, &um);
+			e = pd_dmabuf_import(emu, ro, PD_DMA_TO_DEVICE, &um);
+			pd_close(emu);
+		}
+	}
+	CHECK(dmabuf_checks[14], a == -EACCES && b == -EACCES && !c && d == -EACCES && !e,
+	      "%s: FROM_DEVICE %s, both %s, TO_DEVICE %s; emu: FROM_DEVICE %s, TO_DEVICE %s",
+	      what, errname(a), errname(b), errname(c), errname(d), errname(e));
+	close(ro);
+}
+
+static void dmabuf_huge_pages(int fd)
+{
+	struct pcidriver_mem_id unmap = { .argsz = sizeof(unmap) };
+	struct pcidriver_dmabuf_import req = { .argsz = sizeof(req) };
+	int heap = heap_new(1 << 20, 1), ret, bounce = boot_has("force");
+
+	if (heap < 0) {
+		printf("ok - %s # SKIP no system DMA-BUF heap (%s)\n", dmabuf_checks[15],
+		       errname(heap));
+		return;
+	}
+	req.flags = PCIDRIVER_UMEM_TO_DEVICE;
+	req.fd = heap;
+	ret = raw_ioctl(fd, PCIDRIVER_DMABUF_IMPORT, &req);
+	if (!ret) {
+		unmap.id = req.id;
+		raw_ioctl(fd, PCIDRIVER_UMEM_UNMAP, &unmap);
+	}
+	CHECK(dmabuf_checks[15], bounce ? ret == -E2BIG : !ret, "%s (swiotlb=force: %d)",
+	      errname(ret), bounce);
+	close(heap);
+}
+
 static void dmabuf_run(void)
 {
 	int fd = -1, fd2 = -1, plain = -1, mfd = -1, src_fd = -1, dst_mfd = -1, dst_fd = -1, heap_fd = -1;
@@ -357,7 +383,7 @@ static void dmabuf_run(void)
 		nguard += dst[i] != 0xee;
 	CHECK(dmabuf_checks[6], !nguard, "%zu bytes beyond the copy changed", nguard);
 
-	heap_fd = heap_new(16 * PAGE);
+	heap_fd = heap_new(16 * PAGE, 1);
 	if (heap_fd < 0) {
 		printf("ok - %s # SKIP no system DMA-BUF heap (%s)\n", dmabuf_checks[7],
 		       errname(heap_fd));
@@ -463,6 +489,9 @@ static void dmabuf_run(void)
 		CHECK(dmabuf_checks[13], !ret, "%s: %s", why, errname(ret));
 	}
 out:
+	/* these two need no udmabuf: they run wherever an exporter exists */
+	dmabuf_readonly(fd);
+	dmabuf_huge_pages(fd);
 	if (dev1)
 		pd_close(dev1);
 	if (dev)

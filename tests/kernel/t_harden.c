@@ -2,8 +2,9 @@
 /*
  * pdtest groups for what an attacker or a careless user tries: memlock (pins through a file
  * inherited by forked children), stall (remove() while an ioctl waits on a userfaultfd
- * fault), reach (buffers the device cannot address, bounce-pool exhaustion, kmem in a memory
- * cgroup). Expectations that depend on the boot (IOMMU, swiotlb=force, guest memory) are
+ * fault), reach (buffers and dma-bufs the device cannot address, bounce-pool exhaustion, kmem
+ * in a memory cgroup), churn (processes filling the bounce pool with maps at random offsets,
+ * killed mid-run). Expectations that depend on the boot (IOMMU, swiotlb=force, guest memory) are
  * read from /proc/cmdline and the kernel log, and stated in each check's diagnostic.
  */
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,6 +302,7 @@ static const char *const reach_checks[] = {
 	"reach: a page above the 28-bit DMA reach: ERANGE without a reachable bounce pool, else mapped and carried by edu DMA",
 	"reach: a umem larger than the swiotlb pool fails with ENOMEM under swiotlb=force (maps elsewhere)",
 	"reach: kmem is charged to the caller's memory cgroup (ENOMEM above memory.max)",
+	"reach: dma-bufs with pages above the 28-bit reach (udmabuf; vgem on 6.1), imported by an unprivileged user: ERANGE without a reachable bounce pool, else imported within reach",
 	NULL,
 };
 
@@ -511,6 +514,131 @@ static void reach_memcg(void)
 	rmdir("/sys/fs/cgroup/pdtest");
 }
 
+/*
+ * Up to max one-page dma-bufs whose pages lie above EDU_REACH: udmabufs over memfd pages that
+ * pagemap places there (*known = 1); else four-page vgem buffers, whose pages pagemap cannot
+ * show (a PFN mapping), so that only the imports tell (*known = 0). Returns how many, or -errno.
+ */
+static int high_dmabufs(int *fds, int max, int *known, const char **what)
+{
+	const size_t size = 32 << 20;
+	int mfd, pagemap, n = 0;
+	uint8_t *p;
+	size_t off;
+
+	*known = !access("/dev/udmabuf", F_OK);
+	*what = *known ? "udmabuf" : "vgem";
+	if (meminfo_kb("MemTotal:") <= (long)(EDU_REACH >> 10))
+		return 0;	/* no page above the reach in this guest */
+	if (!*known) {
+		for (n = 0; n < max; n++) {
+			fds[n] = vgem_new(4 * PAGE, 1);
+			if (fds[n] < 0)
+				return n ? n : fds[n];
+		}
+		return n;
+	}
+	mfd = memfd_create("pdtest-high", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+	if (mfd < 0 || ftruncate(mfd, size) || fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK))
+		return -errno;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (p == MAP_FAILED || pagemap < 0) {
+		close(mfd);
+		return -errno;
+	}
+	for (off = 0; off < size; off += PAGE)
+		p[off] = 1;
+	for (off = 0; off < size && n < max; off += PAGE)
+		if (phys_of(pagemap, p + off) >= EDU_REACH) {
+			fds[n] = udmabuf_over(mfd, off, PAGE);
+			if (fds[n] < 0)
+				break;
+			n++;
+		}
+	close(pagemap);
+	munmap(p, size);
+	close(mfd);	/* each udmabuf holds its pages */
+	return n;
+}
+
+/* The unprivileged importer: exit status bit 0 some import gave ERANGE, bit 1 some imported
+ * within reach, bit 2 anything else (another error, a bus address beyond the reach). */
+static void reach_dmabuf_child(int dev, const int *fds, int n)
+{
+	struct pcidriver_mem_id unmap = { .argsz = sizeof(unmap) };
+	struct pcidriver_sg_entry sg[8];
+	int i, j, ret, status = 0;
+
+	drop_privileges(65534, 65534);
+	for (i = 0; i < n; i++) {
+		struct pcidriver_dmabuf_import req = {
+			.argsz = sizeof(req), .flags = PCIDRIVER_UMEM_FROM_DEVICE, .fd = fds[i],
+		};
+		struct pcidriver_umem_sglist l = {
+			.argsz = sizeof(l), .count = 8, .entries = (uintptr_t)sg,
+		};
+
+		ret = raw_ioctl(dev, PCIDRIVER_DMABUF_IMPORT, &req);
+		if (ret == -ERANGE) {
+			status |= 1;
+			continue;
+		}
+		l.id = req.id;
+		if (!ret)
+			ret = raw_ioctl(dev, PCIDRIVER_UMEM_GET_SGLIST, &l);
+		for (j = 0; !ret && j < (int)l.count; j++)
+			if (sg[j].bus_addr + sg[j].length > EDU_REACH)
+				ret = -EFAULT;
+		status |= ret ? 4 : 2;
+		if (ret)
+			printf("# reach: import %d: %s\n", i, errname(ret));
+		unmap.id = req.id;
+		raw_ioctl(dev, PCIDRIVER_UMEM_UNMAP, &unmap);
+	}
+	fflush(stdout);
+	_exit(status);
+}
+
+static void reach_dmabuf(const struct boot *b)
+{
+	int fds[16], known, n, i, dev = raw_open(0), status = -1, want, ok;
+	const char *what;
+	pid_t pid;
+
+	n = high_dmabufs(fds, 16, &known, &what);
+	if (n <= 0 || dev < 0) {
+		printf("ok - %s # SKIP no %s with a page above 256 MiB (%s)\n", reach_checks[3],
+		       what, errname(n));
+		if (dev >= 0)
+			close(dev);
+		return;
+	}
+	pid = fork();
+	if (pid == 0)
+		reach_dmabuf_child(dev, fds, n);
+	if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status))
+		status = WEXITSTATUS(status);
+	/* ERANGE where nothing in reach bounces; with the pool's place unknown, either */
+	if (b->iommu || (b->swiotlb && b->pool_reach == 1))
+		want = 2;
+	else if (b->swiotlb && b->pool_reach < 0)
+		want = -1;
+	else
+		want = 1;
+	if (want < 0)
+		ok = status >= 1 && status <= 3;
+	else if (known || want == 2)
+		ok = status == want;
+	else		/* vgem: some of its pages may lie low and import */
+		ok = status == 1 || status == 3;
+	CHECK(reach_checks[3], ok, "%d %s buffers: status %d, expected %d (iommu %d, swiotlb %d, pool in reach %d)",
+	      n, what, status, want, b->iommu, b->swiotlb, b->pool_reach);
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	close(dev);
+}
+
 static void reach_run(void)
 {
 	struct pd_regs regs;
@@ -526,6 +654,129 @@ static void reach_run(void)
 	reach_pool(&b, dev);
 	pd_close(dev);
 	reach_memcg();
+	reach_dmabuf(&b);
 }
 
 const struct pdt_group grp_reach = { "reach", reach_checks, reach_run };
+
+/* ---------------------------------------------------------------- churn */
+
+static const char *const churn_checks[] = {
+	"churn: 4 processes map random sizes (1 B - 192 KiB) at random offsets of a 2 MiB buffer, unmapping one on ENOMEM, two of them killed (SIGKILL) and restarted: all finish",
+	"churn: under swiotlb=force the bounce pool filled (ENOMEM) and maps went on after unmaps",
+	"churn: afterwards no umem is left and a fresh map works",
+	NULL,
+};
+
+#define CHURN_PROCS	4
+#define CHURN_ITERS	600
+#define CHURN_LIVE	64		/* mappings a process holds: 4 x 64 x 96 KiB > the 16 MiB pool */
+#define CHURN_BUF	(2UL << 20)
+
+/*
+ * One churning process (what locked 6.1 up under swiotlb with a page-sized min_align_mask):
+ * exits 0 when done without ENOMEM, 1 when done after ENOMEM, 2 on another error.
+ */
+static void churn_child(unsigned int seed)
+{
+	uint32_t ids[CHURN_LIVE] = { 0 };
+	int fd = raw_open(0), i, slot, enomem = 0, ret;
+	struct pcidriver_mem_id unmap = { .argsz = sizeof(unmap) };
+	uint8_t *buf = aligned_alloc(PAGE, CHURN_BUF);
+
+	if (fd < 0 || !buf)
+		_exit(2);
+	memset(buf, 0x3c, CHURN_BUF);
+	for (i = 0; i < CHURN_ITERS; i++) {
+		size_t size = 1 + rand_r(&seed) % (192 << 10);
+		size_t off = rand_r(&seed) % (CHURN_BUF - size + 1);
+		uint32_t flags = 1 + rand_r(&seed) % 3;
+
+		slot = rand_r(&seed) % CHURN_LIVE;
+		if (ids[slot]) {
+			unmap.id = ids[slot];
+			raw_ioctl(fd, PCIDRIVER_UMEM_UNMAP, &unmap);
+			ids[slot] = 0;
+		}
+		ret = raw_umem_map(fd, buf + off, size, flags, &ids[slot]);
+		if (ret == -ENOMEM) {
+			enomem++;
+			for (slot = 0; slot < CHURN_LIVE; slot++) {
+				if (!ids[slot])
+					continue;
+				unmap.id = ids[slot];
+				raw_ioctl(fd, PCIDRIVER_UMEM_UNMAP, &unmap);
+				ids[slot] = 0;
+				break;
+			}
+		} else if (ret) {
+			printf("# churn: map of %zu bytes at %zu: %s\n", size, off, errname(ret));
+			fflush(stdout);
+			_exit(2);
+		}
+	}
+	_exit(enomem ? 1 : 0);
+}
+
+static pid_t churn_spawn(unsigned int seed)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		churn_child(seed);
+	return pid;
+}
+
+static void churn_run(void)
+{
+	int i, status, done = 0, failed = 0, filled = 0, ret = -1;
+	pid_t pids[CHURN_PROCS];
+	uint64_t t0 = now_ms();
+	uint8_t *page = aligned_alloc(PAGE, PAGE);
+	uint32_t id;
+	int fd;
+
+	for (i = 0; i < CHURN_PROCS; i++)
+		pids[i] = churn_spawn(0x5eed + i);
+	sleep_ms(300);
+	for (i = 0; i < 2; i++) {		/* kill two mid-run, with mappings live */
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], NULL, 0);
+		pids[i] = churn_spawn(0xbeef + i);
+	}
+	while (done < CHURN_PROCS && now_ms() - t0 < 180000) {
+		for (i = 0; i < CHURN_PROCS; i++) {
+			if (pids[i] <= 0 || waitpid(pids[i], &status, WNOHANG) != pids[i])
+				continue;
+			pids[i] = 0;
+			done++;
+			if (!WIFEXITED(status) || WEXITSTATUS(status) > 1)
+				failed++;
+			else
+				filled += WEXITSTATUS(status);
+		}
+		sleep_ms(20);
+	}
+	for (i = 0; i < CHURN_PROCS; i++)
+		if (pids[i] > 0)
+			kill(pids[i], SIGKILL);
+	CHECK(churn_checks[0], done == CHURN_PROCS && !failed, "%d of %d finished, %d failed, %" PRIu64 " ms",
+	      done, CHURN_PROCS, failed, now_ms() - t0);
+	if (boot_has("force"))
+		CHECK(churn_checks[1], filled > 0 && !failed, "%d processes saw ENOMEM", filled);
+	else
+		printf("ok - %s # SKIP not under swiotlb=force\n", churn_checks[1]);
+
+	fd = raw_open(0);
+	if (fd >= 0 && page) {
+		memset(page, 1, PAGE);
+		ret = raw_umem_map(fd, page, PAGE, PCIDRIVER_UMEM_TO_DEVICE, &id);
+	}
+	CHECK(churn_checks[2], stat_long(0, "umem_count") == (ret ? 0 : 1) && !ret,
+	      "umem_count %ld, fresh map %s", stat_long(0, "umem_count"), errname(ret));
+	if (fd >= 0)
+		close(fd);
+	free(page);
+}
+
+const struct pdt_group grp_churn = { "churn", churn_checks, churn_run };

@@ -401,13 +401,16 @@ static void nvme_run(void)
 	if (ret)
 		goto out_disable;
 
-	/* each thread: a umem buffer at an odd offset (PRP1 with an offset, then a list) */
+	/*
+	 * each thread: a umem buffer at an odd offset (PRP1 with an offset, then a list); page
+	 * aligned where bounce buffers keep no page offset (swiotlb=force before 6.3, compat.h)
+	 */
 	bufs = aligned_alloc(PAGE, IOQ * 8 * PAGE);
 	memset(w, 0, sizeof(w));
 	for (t = 0; t < IOQ && !ret; t++) {
 		w[t].n = &n;
 		w[t].q = &n.io[t];
-		w[t].buf = bufs + t * 8 * PAGE + 512;
+		w[t].buf = bufs + t * 8 * PAGE + (boot_has("force") && kernel_before(6, 3) ? 0 : 512);
 		w[t].first_block = t * THREAD_BLOCKS;
 		ret = pd_kmem_alloc(n.dev, PAGE, &w[t].prp);
 		if (!ret)

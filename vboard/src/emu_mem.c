@@ -353,20 +353,26 @@ static int64_t dmabuf_size(int fd)
 /*
  * The model reaches memory only through this process's address space, so it imports a
  * dma-buf by mapping it (the exporter's mmap) and then treats it as a umem of that mapping.
- * A dma-buf the CPU cannot map (GPU memory) cannot be reached: -EOPNOTSUPP.
+ * A dma-buf the CPU cannot map (GPU memory) cannot be reached: -EOPNOTSUPP. As in
+ * pcidriver.ko, a dma-buf whose file is read-only is imported for the board to read only
+ * (-EACCES for it to write).
  */
 int emu_dmabuf_import(struct emu_dev *d, int fd, struct pd_backend_umem *um)
 {
 	int64_t size = dmabuf_size(fd);
+	int writable = (fcntl(fd, F_GETFL) & O_ACCMODE) != O_RDONLY;
 	struct emu_umem *u;
 	void *view;
 	int ret;
 
 	if (size < 0)
 		return (int)size;
+	if (!writable && um->dir != PD_DMA_TO_DEVICE)
+		return -EACCES;
 	if ((uint64_t)size > PD_UMEM_MAX_SIZE || (uint64_t)size > SIZE_MAX)
 		return -EINVAL;
-	view = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	view = mmap(NULL, (size_t)size, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd,
+		    0);
 	if (view == MAP_FAILED)
 		return errno == ENOMEM ? -ENOMEM : -EOPNOTSUPP;
 	um->addr = view;

@@ -199,8 +199,10 @@ uint32_t pd_umem_id(const pd_umem *um);
  * _sync, _size (the dma-buf's), _id and _unmap serve it like a mapped buffer; pd_umem_ptr
  * is NULL (the CPU reaches the memory through the exporter: mmap of fd, DMA_BUF_IOCTL_SYNC).
  * fd stays the caller's and may be closed afterwards. -EBADF fd is not open; -EINVAL fd is
- * not a dma-buf, bad dir; -ENOMEM over RLIMIT_MEMLOCK (the size is charged as for
- * pd_umem_map) or out of memory; -EOPNOTSUPP the backend cannot import (an older
+ * not a dma-buf, bad dir; -EACCES the device would write (PD_DMA_FROM_DEVICE or both) a
+ * dma-buf whose file is read-only; -ENOMEM over RLIMIT_MEMLOCK (the size is charged as for
+ * pd_umem_map) or out of memory / bounce-buffer space; -E2BIG the exporter's segments are
+ * longer than a bounce buffer; -ERANGE a page beyond the device's DMA mask; -EOPNOTSUPP the backend cannot import (an older
  * pcidriver.ko; the virtual board: a dma-buf the CPU cannot map, such as GPU memory);
  * the exporter's own errors otherwise (docs/pcidriver.md). Thread-safe. */
 int pd_dmabuf_import(pd_device *dev, int fd, enum pd_dma_dir dir, pd_umem **out);
