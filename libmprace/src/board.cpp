@@ -60,6 +60,7 @@ void haltChannels(detail::BoardState &s)
 	};
 	for (unsigned int c = 0; c < MP_CH_COUNT; c++) {
 		while (busy(c)) {
+			s.checkAlive("mprace::Board::setTestRouting");
 			if (detail::Clock::now() > until)
 				throw Error(ETIMEDOUT, "mprace::Board: a channel did not halt to change TEST_CONTROL");
 			std::this_thread::sleep_for(std::chrono::microseconds(20));
@@ -68,6 +69,26 @@ void haltChannels(detail::BoardState &s)
 }
 
 } // namespace
+
+namespace detail {
+
+bool BoardState::gone()
+{
+	if (lost.load(std::memory_order_relaxed))
+		return true;
+	if (!info.isOurEngine() || rd(MP_REG_MAGIC) != kAllOnes)
+		return false;
+	lost.store(true);
+	return true;
+}
+
+void BoardState::checkAlive(const char *who)
+{
+	if (gone())
+		throw Error(ENODEV, std::string(who) + ": " + info.name + ": " + kBoardLost);
+}
+
+} // namespace detail
 
 Board::Board(std::shared_ptr<detail::BoardState> s) noexcept : s_(std::move(s)), regs_(s_->regs) {}
 
@@ -166,7 +187,16 @@ detail::BoardState &openState(const std::shared_ptr<detail::BoardState> &s)
 
 const BoardInfo &Board::info() const { return openState(s_).info; }
 
-BoardInfo Board::identify() const { return readIdentity(openState(s_)); }
+BoardInfo Board::identify() const
+{
+	detail::BoardState &s = openState(s_);
+	BoardInfo i = readIdentity(s);
+	if (i.magic == detail::kAllOnes && !(s.flags & NoCheck)) {
+		s.lost.store(true);
+		throw Error(ENODEV, "mprace::Board::identify: " + i.name + ": " + detail::kBoardLost);
+	}
+	return i;
+}
 
 const std::shared_ptr<detail::BoardState> &Board::state() const
 {
@@ -193,10 +223,12 @@ void Board::reset()
 		s.engine->globalResetLocked();
 		return;
 	}
+	s.checkAlive("mprace::Board::reset");
 	s.wr(MP_REG_CONTROL, MP_REG_CONTROL_RESET_MASK);
 	// RESET is self-clearing; wait for it so that the next access sees reset values.
 	auto until = detail::Clock::now() + std::chrono::seconds(1);
 	while (s.rd(MP_REG_CONTROL) & MP_REG_CONTROL_RESET_MASK) {
+		s.checkAlive("mprace::Board::reset");
 		if (detail::Clock::now() > until)
 			throw Error(ETIMEDOUT, "mprace::Board::reset: CONTROL.RESET did not clear");
 		std::this_thread::sleep_for(std::chrono::microseconds(10));
@@ -251,6 +283,7 @@ void Board::setTestRouting(C2HSource source, H2CSink sink)
 		s.engine->setRoutingLocked(v);
 		return;
 	}
+	s.checkAlive("mprace::Board::setTestRouting");
 	haltChannels(s);
 	s.wr(MP_REG_TEST_CONTROL, v);
 }

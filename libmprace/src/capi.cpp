@@ -547,7 +547,9 @@ int mp_transfer_wait(mp_transfer *t, uint32_t timeout_ms)
 				    e.wait(s, now + std::chrono::milliseconds(timeout_ms), false);
 		if (!done)
 			return -EAGAIN;
-		return s->err ? -s->err : 0;
+		if (s->err)
+			detail::throwTransferError(s); // mp_last_error() says what happened
+		return 0;
 	});
 }
 

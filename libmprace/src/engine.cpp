@@ -56,6 +56,7 @@ EngineState::EngineState(Board &b, const EngineOptions &o) : board(Access::board
 {
 	if (board->closed.load())
 		throw Error(ENODEV, "mprace::DMAEngine: the board is closed");
+	board->checkAlive("mprace::DMAEngine");
 	if (!board->info.isOurEngine())
 		throw Error(ENODEV, "mprace::DMAEngine: " + board->info.name +
 					    " does not identify as an mprace engine (opened with NoCheck)");
@@ -96,7 +97,7 @@ void EngineState::checkArgs(Channel c, BufferState *b, std::uint64_t off, std::u
 {
 	if (closed.load(std::memory_order_relaxed) || board->closed.load(std::memory_order_relaxed))
 		throw Error(ENODEV, "mprace::DMAEngine: the board or engine is closed");
-	if (lost.load(std::memory_order_relaxed))
+	if (board->lost.load(std::memory_order_relaxed))
 		throw Error(ENODEV, std::string("mprace::DMAEngine: ") + kBoardLost);
 	if (static_cast<unsigned int>(c) >= MP_CH_COUNT)
 		throw Error(EINVAL, "mprace::DMAEngine: unknown channel");
@@ -206,7 +207,14 @@ std::uint64_t Transfer::get()
 	return t->bytes;
 }
 
-bool Transfer::abort() { return need(st_)->ch->eng->abortOne(st_); }
+bool Transfer::abort()
+{
+	detail::EngineState &e = *need(st_)->ch->eng;
+	bool aborted = e.abortOne(st_);
+	if (!aborted && e.board->lost.load())
+		e.board->checkAlive("mprace::Transfer::abort"); // it failed with ENODEV instead
+	return aborted;
+}
 
 TransferResult Transfer::result()
 {

@@ -13,7 +13,12 @@ bool EngineState::waitState(ChannelState &c, unsigned int state, std::chrono::mi
 {
 	auto until = Clock::now() + limit;
 	for (;;) {
-		if (stateOf(c.rd(MP_CHREG_STATUS)) == state)
+		std::uint32_t st = c.rd(MP_CHREG_STATUS);
+		if (st == kAllOnes) {
+			board->lost.store(true); // nobody answers: no state will come
+			return false;
+		}
+		if (stateOf(st) == state)
 			return true;
 		if (Clock::now() > until)
 			return false;
@@ -32,6 +37,10 @@ void EngineState::resetChannel(ChannelState &c)
 		std::uint32_t st = c.rd(MP_CHREG_STATUS);
 		if (!(st & MP_CHREG_STATUS_BUSY_MASK) && stateOf(st) == MP_STATE_IDLE)
 			break;
+		if (st == kAllOnes) {
+			board->lost.store(true);
+			break;
+		}
 		if (Clock::now() > until)
 			break; // nothing better to do than to go on; the next error will tell
 		std::this_thread::sleep_for(std::chrono::microseconds(10));
@@ -127,7 +136,7 @@ void EngineState::checkChannel(ChannelState &c)
 	if (c.head.load(std::memory_order_relaxed) == c.tail && !c.qhead)
 		return;
 	std::uint32_t st = c.rd(MP_CHREG_STATUS);
-	if (st == kAllOnes || lost.load(std::memory_order_relaxed)) {
+	if (st == kAllOnes || board->lost.load(std::memory_order_relaxed)) {
 		linkLost(c);   // STATUS is never all-ones (reserved bits read 0): nobody answers
 	} else if (stateOf(st) == MP_STATE_ERROR) {
 		bool failed = false;
@@ -143,7 +152,7 @@ void EngineState::checkChannel(ChannelState &c)
 void EngineState::linkLost(ChannelState &c)
 {
 	MPRACE_ASSERT_HELD(c.mu);
-	lost.store(true);
+	board->lost.store(true);
 	for (std::uint32_t h = c.head.load(std::memory_order_relaxed); h != c.tail; ++h) {
 		TransferState *t = ownerOf(c.ring.at(h));
 		if (t->finished.load(std::memory_order_relaxed))
@@ -159,10 +168,21 @@ void EngineState::linkLost(ChannelState &c)
 	c.head.store(c.tail, std::memory_order_relaxed); // nothing of the ring will come back
 }
 
+bool EngineState::lostCheck(ChannelState &c)
+{
+	MPRACE_ASSERT_HELD(c.mu);
+	if (!board->gone())
+		return false;
+	linkLost(c);
+	return true;
+}
+
 std::size_t EngineState::abortWhere(ChannelState &c, bool (*pred)(TransferState *, const void *),
 				    const void *arg)
 {
 	MPRACE_ASSERT_HELD(c.mu);
+	if (lostCheck(c))
+		return 0; // every transfer failed with ENODEV; nothing to abort
 	reap(c);
 	std::size_t before = c.cancelled;
 	bool marked = false, in_ring = false;
@@ -195,6 +215,8 @@ std::size_t EngineState::abortWhere(ChannelState &c, bool (*pred)(TransferState 
 void EngineState::stopAndCancel(ChannelState &c)
 {
 	MPRACE_ASSERT_HELD(c.mu);
+	if (lostCheck(c))
+		return; // no register answers: nothing to stop or wait for
 	if (c.head.load(std::memory_order_relaxed) != c.tail) {
 		c.wr(MP_CHREG_CONTROL, MP_CHREG_CONTROL_ABORT_MASK);
 		waitState(c, MP_STATE_ERROR, std::chrono::seconds(1));
@@ -290,6 +312,7 @@ void EngineState::globalResetLocked()
 		throw Error(ENODEV, "mprace::DMAEngine: the engine is closed");
 	for (auto &c : ch)
 		stopAndCancel(*c);
+	board->checkAlive("mprace::Board::reset");
 	board->wr(MP_REG_CONTROL, MP_REG_CONTROL_RESET_MASK);
 	auto until = Clock::now() + std::chrono::seconds(1);
 	while ((board->rd(MP_REG_CONTROL) & MP_REG_CONTROL_RESET_MASK) && Clock::now() < until)
@@ -305,6 +328,11 @@ void EngineState::setRoutingLocked(std::uint32_t test_control)
 	std::lock_guard<OwnedMutex> l1(ch[1]->mu);
 	if (closed.load())
 		throw Error(ENODEV, "mprace::DMAEngine: the engine is closed");
+	bool gone = false;
+	for (auto &c : ch)
+		gone = lostCheck(*c) || gone;
+	if (gone)
+		board->checkAlive("mprace::Board::setTestRouting");
 	for (auto &c : ch)
 		reap(*c);
 	if (ch[0]->outstanding || ch[1]->outstanding)
@@ -329,9 +357,13 @@ void EngineState::shutdownLocked() noexcept
 		return;
 	for (auto &c : ch) {
 		std::lock_guard<OwnedMutex> lk(c->mu);
-		stopAndCancel(*c); // leaves the channel reset and IDLE
+		stopAndCancel(*c); // leaves the channel reset and IDLE (or fails all: board lost)
 		c->cv.notify_all();
 	}
+	if (board->engine == this)
+		board->engine = nullptr;
+	if (board->lost.load())
+		return;
 	board->wr(MP_REG_IRQ_ENABLE, 0);
 	board->wr(MP_REG_IRQ_STATUS, MP_REG_IRQ_STATUS_C2H_DONE_MASK | MP_REG_IRQ_STATUS_H2C_DONE_MASK |
 					     MP_REG_IRQ_STATUS_ERROR_MASK);

@@ -235,7 +235,7 @@ TransferState *EngineState::submitOne(Channel cid, BufferState *b, std::uint64_t
 	std::lock_guard<OwnedMutex> lk(c.mu);
 	if (closed.load(std::memory_order_relaxed))
 		throw Error(ENODEV, "mprace::DMAEngine: the engine is closed");
-	if (lost.load(std::memory_order_relaxed))
+	if (board->lost.load(std::memory_order_relaxed))
 		throw Error(ENODEV, std::string("mprace::DMAEngine: ") + kBoardLost);
 	TransferState *t = c.pool.get();
 	initTransfer(*this, c, t, b, off, len, flags);
@@ -258,7 +258,7 @@ void EngineState::submitMany(Channel cid, const Request *reqs, std::size_t n,
 	std::lock_guard<OwnedMutex> lk(c.mu);
 	if (closed.load(std::memory_order_relaxed))
 		throw Error(ENODEV, "mprace::DMAEngine: the engine is closed");
-	if (lost.load(std::memory_order_relaxed))
+	if (board->lost.load(std::memory_order_relaxed))
 		throw Error(ENODEV, std::string("mprace::DMAEngine: ") + kBoardLost);
 	// Take every state first (the pool may have to grow), so that running out of memory
 	// submits nothing; they are chained through `next` until initialised.
@@ -295,7 +295,7 @@ TransferState *EngineState::submitRaw(Channel cid, std::uint64_t bus, std::uint3
 	std::lock_guard<OwnedMutex> lk(c.mu);
 	if (closed.load(std::memory_order_relaxed) || board->closed.load())
 		throw Error(ENODEV, "mprace::DMAEngine: the engine is closed");
-	if (lost.load(std::memory_order_relaxed))
+	if (board->lost.load(std::memory_order_relaxed))
 		throw Error(ENODEV, std::string("mprace::DMAEngine: ") + kBoardLost);
 	TransferState *t = c.pool.get();
 	initTransfer(*this, c, t, nullptr, 0, len, 0);

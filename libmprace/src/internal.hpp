@@ -79,11 +79,21 @@ struct BoardState {
 	unsigned int flags = 0;
 	std::atomic<bool> closed{false};
 
+	// The board stopped answering (MAGIC or a channel's STATUS read all-ones, spec section
+	// 8): for good. Every transfer failed with ENODEV; every later call answers ENODEV.
+	std::atomic<bool> lost{false};
+
 	std::mutex mu;
 	EngineState *engine = nullptr; // guarded by mu; set while a DMAEngine is open
 
 	std::uint32_t rd(std::uint32_t off) const { return pd_reg_read32(&regs, off); }
 	void wr(std::uint32_t off, std::uint32_t v) const { pd_reg_write32(&regs, off, v); }
+
+	// True once the board is lost; else reads MAGIC (one register read) to find out. Boards
+	// opened with NoCheck that are not our engine are never declared lost.
+	bool gone();
+	// Throws Error(ENODEV) naming `who` when gone().
+	void checkAlive(const char *who);
 };
 
 struct BufferState {
@@ -181,9 +191,6 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
 	bool irq = false;
 	bool shared_vector = true; // fewer than 4 MSI vectors: every source on vector 0
 	std::atomic<bool> closed{false};
-	// The board stopped answering (STATUS read all-ones): every transfer failed with ENODEV,
-	// no new one is accepted.
-	std::atomic<bool> lost{false};
 	std::atomic<std::int64_t> wait_timeout_ms{0};
 	// The wait timeout counts host time; on the simulated RTL (sim:) a second of it moves
 	// tens of kilobytes, so there the limit is this many times longer (dma.hpp).
@@ -204,6 +211,8 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
 	void checkChannel(ChannelState &c);
 	// The board reads all-ones: fails every transfer of channel c with ENODEV (lock held).
 	void linkLost(ChannelState &c);
+	// linkLost() on c if the board is gone (board->gone()); true then.
+	bool lostCheck(ChannelState &c);
 	// Aborts t (unless finished) reporting `err`; true if this aborted it.
 	bool abortOne(TransferState *t, int err = ECANCELED);
 	std::size_t abortWhere(ChannelState &c, bool (*pred)(TransferState *, const void *),

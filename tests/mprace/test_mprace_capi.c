@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -404,6 +405,50 @@ START_TEST(test_board_closed_first)
 }
 END_TEST
 
+static long long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000LL + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* The board drops off the link: mp_transfer_wait says why in mp_last_error(), and the
+ * control calls answer -ENODEV at once; mp_engine_close and mp_board_close do not wait out
+ * register polls (4 s each before). */
+START_TEST(test_link_down)
+{
+	struct mp_engine_options o;
+	struct mp_board_info info;
+	struct timespec t0;
+	mp_transfer *t;
+	mp_buffer *buf;
+	mp_engine *e;
+	mp_board *b;
+
+	ck_assert_int_eq(mp_board_open("emu:link=ideal,linkdown=c2h:1", 0, &b), 0);
+	mp_engine_options_init(&o);
+	o.flags = _i ? MP_ENGINE_IRQ : 0;
+	ck_assert_int_eq(mp_engine_open(b, &o, &e), 0);
+	ck_assert_int_eq(mp_buffer_alloc(b, 1 << 16, &buf), 0);
+	ck_assert_int_eq(mp_test_routing(b, MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER), 0);
+	ck_assert_int_eq(mp_dma_read(e, buf, 0, 4096, NULL), 0);
+	ck_assert_int_eq(mp_dma_submit(e, MP_CH_C2H, buf, 0, 4096, 0, &t), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(mp_transfer_wait(t, 20000), -ENODEV);
+	ck_assert_msg(strstr(mp_last_error(), "all-ones"), "%s", mp_last_error());
+	mp_transfer_release(t);
+	ck_assert_int_eq(mp_board_identify(b, &info), -ENODEV);
+	ck_assert_int_eq(mp_test_routing(b, MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER), -ENODEV);
+	ck_assert_int_eq(mp_board_reset(b), -ENODEV);
+	ck_assert_int_eq(mp_engine_close(e), 0);
+	ck_assert_int_eq(mp_engine_open(b, &o, &e), -ENODEV);
+	ck_assert_int_eq(mp_buffer_free(buf), 0);
+	ck_assert_int_eq(mp_board_close(b), 0);
+	ck_assert_msg(ms_since(&t0) < 1000, "%lld ms", ms_since(&t0));
+}
+END_TEST
+
 Suite *test_suite(void)
 {
 	Suite *s = suite_create("mprace_capi");
@@ -424,6 +469,7 @@ Suite *test_suite(void)
 	tcase_add_loop_test(tc, test_busy_buffer, 0, 2);
 	tcase_add_loop_test(tc, test_timeout_and_bus_error, 0, 2);
 	tcase_add_loop_test(tc, test_board_closed_first, 0, 2);
+	tcase_add_loop_test(tc, test_link_down, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

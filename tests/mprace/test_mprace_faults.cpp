@@ -89,6 +89,57 @@ START_TEST(test_link_down)
 }
 END_TEST
 
+namespace {
+long long msSince(std::chrono::steady_clock::time_point t0)
+{
+	return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+		.count();
+}
+} // namespace
+
+// After the board dropped off the link, every control call answers ENODEV at once, or tears
+// down at once, instead of polling registers that read all-ones until a timeout (before: 2 s
+// for setTestRouting and abort, 9 s for reset, which then reported success, 4 s to destroy
+// an engine, 4-8 s to create one, which succeeded; identify() returned MAGIC 0xffffffff).
+START_TEST(test_link_down_control_calls)
+{
+	auto board = std::make_unique<Board>("emu:link=ideal,linkdown=c2h:1");
+	auto eng = std::make_unique<DMAEngine>(*board, quick(_i, 64, 20000));
+	DMABuffer buf(*board, 64 * KiB);
+	board->setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+	ck_assert_uint_eq(eng->read(buf, 0, 4096), 4096);
+	Transfer a = eng->readAsync(buf, 0, 4096); // its descriptor takes the link down
+	std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	auto t0 = std::chrono::steady_clock::now();
+	ck_assert_errno(a.abort(), ENODEV);
+	ck_assert_int_eq(dmaErrorOf([&] { a.get(); }).code().value(), ENODEV);
+	ck_assert_errno(board->identify(), ENODEV);
+	ck_assert_errno(board->setTestRouting(C2HSource::Pattern, H2CSink::Checker), ENODEV);
+	ck_assert_errno(board->reset(), ENODEV);
+	eng.reset(); // the destructor
+	ck_assert_errno(DMAEngine(*board, quick(_i)), ENODEV);
+	ck_assert_errno(board->reset(), ENODEV); // also without an engine
+	ck_assert_errno(board->setTestRouting(C2HSource::Pattern, H2CSink::Checker), ENODEV);
+	board->close();
+	long long ms = msSince(t0);
+	ck_assert_msg(ms < 1000, "the control calls on a lost board took %lld ms", ms);
+
+	// Closing a board whose engine is open, on a board found lost by nobody yet
+	Board b2("emu:link=ideal,linkdown=c2h:1");
+	DMAEngine e2(b2, quick(_i, 64, 20000));
+	DMABuffer buf2(b2, 64 * KiB);
+	b2.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+	ck_assert_uint_eq(e2.read(buf2, 0, 4096), 4096);
+	Transfer t = e2.readAsync(buf2, 0, 4096);
+	std::this_thread::sleep_for(std::chrono::milliseconds(20));
+	t0 = std::chrono::steady_clock::now();
+	b2.close();
+	ms = msSince(t0);
+	ck_assert_msg(ms < 1000, "closing a lost board with its engine open took %lld ms", ms);
+	ck_assert_int_ne(dmaErrorOf([&] { t.get(); }).code().value(), 0);
+}
+END_TEST
+
 // The software wait timeout of a blocking call: no TIMEOUT_US, the transfer never ends; the
 // call gives up, aborts the transfer and reports ETIMEDOUT.
 START_TEST(test_software_timeout)
@@ -427,6 +478,7 @@ extern "C" Suite *test_suite(void)
 	tcase_add_loop_test(tc, test_engine_destroyed_while_busy, 0, 2);
 	tcase_add_test(tc, test_dropped_interrupt);
 	tcase_add_loop_test(tc, test_link_down, 0, 2);
+	tcase_add_loop_test(tc, test_link_down_control_calls, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -24,6 +24,36 @@ for bad in "--bogus" "-m c3h" "-s 4K:1K" "-s 4X" "--iterations 0" "--repeat 0" "
 	fi
 done
 
+# ---- usage errors found before measuring: each names what is wrong (status 2, no files)
+touch "$WORK/plainfile"
+mkdir -p "$WORK/ro" "$WORK/ro/p.csv"	# a PREFIX.csv that cannot be opened for writing
+usage_says() { # WHAT ARGS...: status 2 and WHAT in the message
+	what=$1; shift
+	run "$DMABENCH" "$@" --device none
+	if [ $rc -eq 2 ] && grep -q -- "$what" "$WORK/err" && [ ! -s "$WORK/out" ]; then
+		ok "bad usage '$*': says '$what', status 2"
+	else
+		not_ok "bad usage '$*' (rc=$rc)"; diag "$WORK/err"
+	fi
+}
+usage_says "needs a mode list" -m ''
+usage_says "empty item" -m memcpy,,memcpy
+usage_says "empty item" -m memcpy,
+usage_says "CPU 999" --cpus 999 -m memcpy
+usage_says "needs a DMA buffer size" -m db
+usage_says "needs a DMA buffer size" -m pb-c2h
+usage_says "is not a directory" -m memcpy -o "$WORK/plainfile/x"
+usage_says "cannot write $WORK/ro/p.csv" -m memcpy -o "$WORK/ro/p"
+[ ! -e "$WORK/ro/p-fit.csv" ] && ok "a refused prefix leaves no file behind" || not_ok "files left behind for a refused prefix"
+
+# ---- one size: the summary shows the measured time and throughput, not dashes
+run "$DMABENCH" -m memcpy -s 1M --quick --no-progress --plot none -o "$WORK/one/x" --device none
+if [ $rc -eq 0 ] && grep -E -q '^  memcpy +host +[0-9.]+\* +[0-9.]+\*' "$WORK/out" && grep -q 'one size' "$WORK/out"; then
+	ok "one size: the summary shows its measured throughput"
+else
+	not_ok "one size summary (rc=$rc)"; diag "$WORK/out"
+fi
+
 # ---- sizes no mode can move: said, status 3, not a silent empty success
 run "$DMABENCH" -m c2h -s 6 --quick --no-progress --plot none -o "$WORK/s6/x" --device emu:link=ideal
 if [ $rc -eq 3 ] && grep -q 'c2h skipped: no size of --sizes fits' "$WORK/err"; then
@@ -43,7 +73,8 @@ kill -INT $pid
 wait $pid
 rc=$?
 rows=$(grep -c '^memcpy,' "$WORK/int/x.csv" 2>/dev/null)
-if [ $rc -eq 130 ] && [ "$rows" -ge 1 ] && [ "$rows" -lt 13 ] && grep -q 'interrupted' "$WORK/int/out"; then
+if [ $rc -eq 130 ] && [ "$rows" -ge 1 ] && [ "$rows" -lt 13 ] && grep -q 'interrupted' "$WORK/int/out" &&
+   grep -q 'Ctrl-C again quits at once without writing' "$WORK/int/err"; then
 	ok "SIGINT: $rows sizes written, status 130"
 else
 	not_ok "SIGINT (rc=$rc, rows=$rows)"; diag "$WORK/int/err"

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <fstream>
 #include <getopt.h>
 #include <iostream>
@@ -156,8 +157,22 @@ void mkdirs(const std::string &dir)
 	}
 }
 
-// Fails now, before minutes of measuring, when `out` cannot take the result files.
-void check_output_prefix(const std::string &out)
+// --cpus: every CPU must exist and be one this process may run on (a usage error, exit 2).
+void check_cpus(const std::string &list)
+{
+	cpu_set_t allowed;
+	CPU_ZERO(&allowed);
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+		usage_error(std::string("--cpus: cannot read this process's CPUs: ") + std::strerror(errno));
+	for (int cpu : tools::parse_cpu_list(list))
+		if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed))
+			usage_error(strprintf("--cpus: CPU %d is not one this process may run on (%d of them here)",
+					      cpu, CPU_COUNT(&allowed)));
+}
+
+// Fails now, before minutes of measuring, when `out` cannot take the result files: each is
+// opened for writing (without truncating; one that did not exist is removed again).
+void check_output_prefix(const std::string &out, const std::string &plot)
 {
 	auto slash = out.rfind('/');
 	std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : out.substr(0, slash);
@@ -166,8 +181,23 @@ void check_output_prefix(const std::string &out)
 	} catch (const std::exception &e) {
 		usage_error(std::string("--out: ") + e.what());
 	}
-	if (access(dir.c_str(), W_OK) != 0)
-		usage_error("--out: cannot write into " + dir + ": " + std::strerror(errno));
+	struct stat st;
+	if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+		usage_error("--out: " + dir + " is not a directory");
+	std::vector<std::string> files = {out + ".csv", out + "-fit.csv", out + ".json"};
+	if (plot == "svg" || plot == "all")
+		files.push_back(out + ".svg");
+	if (plot == "png" || plot == "all")
+		files.push_back(out + ".png");
+	for (const auto &f : files) {
+		bool existed = access(f.c_str(), F_OK) == 0;
+		int fd = open(f.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+		if (fd < 0)
+			usage_error("--out: cannot write " + f + ": " + std::strerror(errno));
+		close(fd);
+		if (!existed)
+			unlink(f.c_str());
+	}
 }
 
 template <class F>
@@ -229,6 +259,7 @@ Config parse_command_line(int argc, char **argv)
 	Config cfg;
 	SweepOptions &so = cfg.sweep;
 	std::string modes_arg, sizes_arg;
+	bool modes_given = false;
 	bool quick = false, min_time_given = false, repeat_given = false;
 
 	for (int i = 0; i < argc; ++i)
@@ -238,7 +269,12 @@ Config parse_command_line(int argc, char **argv)
 	try {
 		while ((c = getopt_long(argc, argv, ":m:d:s:n:t:w:r:c:qo:hV", longopts, nullptr)) != -1) {
 			switch (c) {
-			case 'm': modes_arg += (modes_arg.empty() ? "" : ",") + std::string(optarg); break;
+			case 'm':
+				if (!*optarg)
+					usage_error("--modes needs a mode list, e.g. c2h,h2c");
+				modes_arg += (modes_given ? "," : "") + std::string(optarg);
+				modes_given = true;
+				break;
 			case 'd': cfg.device = optarg; break;
 			case 's': sizes_arg = optarg; break;
 			case 'n':
@@ -267,7 +303,7 @@ Config parse_command_line(int argc, char **argv)
 				if (cfg.copy_threads < 1 || cfg.copy_threads > bufmgr::CopyWorkers::max_threads)
 					usage_error(strprintf("--copy-threads takes 1 to %zu", bufmgr::CopyWorkers::max_threads));
 				break;
-			case 'c': cfg.cpus = optarg; tools::parse_cpu_list(cfg.cpus); break;
+			case 'c': cfg.cpus = optarg; check_cpus(cfg.cpus); break;
 			case 'q': quick = true; break;
 			case 'o': cfg.out = optarg; break;
 			case OPT_H2C_SINK:
@@ -328,7 +364,7 @@ Config parse_command_line(int argc, char **argv)
 	try {
 		for (const auto &item : tools::split(all_modes, ',')) {
 			if (item.empty())
-				continue;
+				usage_error("empty item in the mode list '" + all_modes + "'");
 			for (const auto &n : expand_mode(item))
 				if (std::find(cfg.modes.begin(), cfg.modes.end(), n) == cfg.modes.end())
 					cfg.modes.push_back(n);
@@ -372,11 +408,16 @@ void pin_to_cpus(const std::string &cpus)
 }
 
 // Ctrl-C: the sweep stops at the next size, what was measured is written, exit 130. A second
-// Ctrl-C ends the program at once.
+// Ctrl-C ends the program at once, without writing (the way out of a transfer that never
+// ends); the first one says so on the terminal.
 void on_interrupt(int)
 {
+	static const char msg[] = "\ndmabench: interrupted: stopping after this size and writing what was "
+				  "measured; Ctrl-C again quits at once without writing\n";
 	request_stop();
 	std::signal(SIGINT, SIG_DFL);
+	ssize_t n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+	(void)n;
 }
 
 // Runs every mode; returns the exit code so far. Modes that cannot run here are skipped.
@@ -511,7 +552,7 @@ int main(int argc, char **argv)
 {
 	tools::link_virtual_board();
 	Config cfg = parse_command_line(argc, argv);
-	check_output_prefix(cfg.out);
+	check_output_prefix(cfg.out, cfg.plot);
 	if (!cfg.cpus.empty())
 		pin_to_cpus(cfg.cpus);
 	std::signal(SIGINT, on_interrupt);

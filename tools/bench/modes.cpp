@@ -176,6 +176,9 @@ ModeSpec parse_mode(const std::string &name)
 			s.c2h = false;
 		else
 			throw BadMode("mode '" + name + "' needs a direction (-c2h or -h2c)");
+		if (rest.empty() || rest == "-")
+			throw BadMode("mode '" + name.substr(0, 2) + "' needs a DMA buffer size" +
+				      (s.algo == 'p' ? " and count, e.g. pb1Mx8" : std::string(", e.g. ") + s.algo + "b4M"));
 		if (s.algo == 'p') {
 			pool_spec(rest, name, &s.buf_size, &s.buf_count);
 		} else {
@@ -210,6 +213,9 @@ std::vector<std::string> expand_mode(const std::string &name)
 {
 	std::string n = to_lower(name);
 	bool bufmgr = (n.compare(0, 2, "cb") == 0 || n.compare(0, 2, "db") == 0 || n.compare(0, 2, "pb") == 0);
+	if (bufmgr && (n.size() == 2 || n[2] == '-' || n[2] == ':'))
+		throw BadMode("mode '" + n.substr(0, 2) + "' needs a DMA buffer size" +
+			      (n[0] == 'p' ? " and count, e.g. pb1Mx8" : std::string(", e.g. ") + n[0] + "b4M"));
 	std::string conversion;
 	if (bufmgr && strip_suffix(n, ":i16f"))
 		conversion = ":i16f";

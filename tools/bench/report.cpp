@@ -178,6 +178,10 @@ void write_summary(std::ostream &os, const Run &run)
 		if (m.fit.valid)
 			os << strprintf("  %-22s %-7s %12.2f %15.1f %8.1f%%", m.name.c_str(), m.direction.c_str(),
 					m.fit.latency_us(), m.fit.bandwidth_MBps(), 100 * m.fit.rms_rel_error);
+		else if (m.points.size() == 1 && m.points[0].throughput_MBps() > 0)
+			// one size fits no line: its time and throughput as measured, marked with '*'
+			os << strprintf("  %-22s %-7s %11.2f* %14.1f* %9s", m.name.c_str(), m.direction.c_str(),
+					m.points[0].time_us(), m.points[0].throughput_MBps(), "-");
 		else
 			os << strprintf("  %-22s %-7s %12s %15s %9s", m.name.c_str(), m.direction.c_str(), "-", "-", "-");
 		os << (std::isfinite(m.fit_efficiency) ? strprintf(" %7.1f%%", 100 * m.fit_efficiency)
@@ -188,6 +192,11 @@ void write_summary(std::ostream &os, const Run &run)
 	}
 	for (const auto &s : run.skipped)
 		os << strprintf("  %-22s skipped: %s\n", s.mode.c_str(), s.reason.c_str());
+	for (const auto &m : run.modes)
+		if (!m.fit.valid && m.points.size() == 1) {
+			os << "  * one size: the time of one transfer and its throughput, as measured (a fit needs two sizes)\n";
+			break;
+		}
 	write_efficiency_by_size(os, run);
 }
 
