@@ -316,7 +316,8 @@ struct pcidriver_irq_clear {
  * once, e.g. a system-heap buffer of 1 MiB pages under swiotlb=force: never imports on that
  * boot); ERANGE a page of the dma-buf, or a bus address the exporter handed out, lies beyond
  * the device's DMA mask and no bounce buffer it can reach exists (checked before anything is
- * mapped, as for PCIDRIVER_UMEM_MAP); ENOSPC no free ID;
+ * mapped, as for PCIDRIVER_UMEM_MAP), or the device does not reach all memory and the
+ * exporter offers no kernel mapping through which its pages could be checked; ENOSPC no free ID;
  * EINTR a signal arrived while waiting for the dma-buf's reservation lock;
  * EOPNOTSUPP the kernel was built without dma-buf support (CONFIG_DMA_SHARED_BUFFER);
  * other errors are the exporter's refusal to attach, pin or map for this device (EOPNOTSUPP,

@@ -14,7 +14,8 @@
  * For an exporter that is not dynamic (udmabuf, the system heap, vgem) the dma-buf core maps
  * the buffer for our device inside the attach call, before we see a bus address; a page the
  * device cannot reach would then meet the DMA API, which WARNs. So the exporter's CPU pages
- * are checked first, read through a kernel mapping of the dma-buf (pcidrv_dmabuf_scan).
+ * are checked first, read through a kernel mapping of the dma-buf (pcidrv_dmabuf_scan); an
+ * exporter without one is refused where the device does not reach all memory.
  */
 #include <linux/dma-buf.h>
 #include <linux/dma-direct.h>
@@ -53,8 +54,9 @@ struct pcidrv_dmabuf_span {
 /*
  * Reads the pages behind the exporter's kernel mapping of dmabuf (its vmap), which are the
  * pages its SG table holds; the longest contiguous run bounds the longest segment it can
- * make. -EOPNOTSUPP where the exporter offers no kernel mapping or its memory is I/O memory
- * (a PCI BAR: no CPU pages to check; its bus addresses are checked when listed).
+ * make. 1 where the memory is I/O memory (a PCI BAR: no CPU pages to check; its bus
+ * addresses are checked when listed); -EOPNOTSUPP where the exporter offers no kernel
+ * mapping (6.1's udmabuf), so that its pages cannot be read.
  */
 static int pcidrv_dmabuf_scan(struct device *dev, struct dma_buf *dmabuf,
 			      struct pcidrv_dmabuf_span *span)
@@ -89,24 +91,31 @@ static int pcidrv_dmabuf_scan(struct device *dev, struct dma_buf *dmabuf,
 			cond_resched();
 	}
 	if (map.is_iomem)
-		ret = -EOPNOTSUPP;
+		ret = 1;
 	pcidrv_dma_buf_vunmap(dmabuf, &map);
 	return ret;
 }
 
-/* -ERANGE if the device cannot reach a CPU page of dmabuf (pcidrv_dma_reach); before attaching. */
+/*
+ * -ERANGE if the device cannot reach a CPU page of dmabuf (pcidrv_dma_reach), or might not
+ * and the pages cannot be read; before attaching.
+ */
 static int pcidrv_dmabuf_check_reach(struct device *dev, struct dma_buf *dmabuf)
 {
 	struct pcidrv_dmabuf_span span;
 	enum pcidrv_reach reach;
 	u64 limit;
+	int ret;
 
 	reach = pcidrv_dma_reach(dev, &limit);
 	if (reach == PCIDRV_REACH_ALL ||
 	    (reach == PCIDRV_REACH_BELOW_LIMIT && !dma_addressing_limited(dev)))
 		return 0;	/* every page of RAM is in reach */
-	if (pcidrv_dmabuf_scan(dev, dmabuf, &span))
-		return 0;
+	ret = pcidrv_dmabuf_scan(dev, dmabuf, &span);
+	if (ret > 0)
+		return 0;	/* I/O memory */
+	if (ret < 0)
+		return -ERANGE;	/* unknown pages, some RAM out of reach: refused, not risked */
 	return reach == PCIDRV_REACH_NONE || span.last_bus > limit ? -ERANGE : 0;
 }
 
