@@ -45,8 +45,8 @@ DMABuffer::DMABuffer(Board &board, std::size_t size) : s_(std::make_unique<detai
 	if (size == 0 || size > PD_KMEM_MAX_SIZE)
 		throw Error(EINVAL, "mprace::DMABuffer: kernel memory takes 1 byte to " +
 					    std::to_string(PD_KMEM_MAX_SIZE >> 20) + " MiB per buffer, not " +
-					    std::to_string(size) +
-					    " bytes; wrap your own memory (user memory) for larger buffers");
+					    std::to_string(size) + " bytes" +
+					    (size ? "; wrap your own memory (user memory) for larger buffers" : ""));
 	s_->km.emplace(s_->board->dev, size);
 	s_->ptr = s_->km->data();
 	s_->size = s_->km->size();

@@ -109,15 +109,23 @@ int pd_backend_register(const struct pd_backend_ops *ops)
 }
 
 #ifdef PIC
-/* The plugin directories, in search order, as one colon-separated list. */
-static void plugin_path(char *buf, size_t len)
+/* The plugin directories, in search order, as one colon-separated list; -ENAMETOOLONG (error
+ * set) when PCIDRIVER_BACKEND_PATH does not fit: refused, never cut short. */
+static int plugin_path(char *buf, size_t len)
 {
 	const char *env = secure_getenv("PCIDRIVER_BACKEND_PATH");
+	int n;
 
 	if (env && *env)
-		snprintf(buf, len, "%s:%s", env, PD_BACKEND_DIR);
+		n = snprintf(buf, len, "%s:%s", env, PD_BACKEND_DIR);
 	else
-		snprintf(buf, len, "%s", PD_BACKEND_DIR);
+		n = snprintf(buf, len, "%s", PD_BACKEND_DIR);
+	if (n < 0 || (size_t)n >= len) {
+		pd_backend_set_error("PCIDRIVER_BACKEND_PATH is longer than %zu bytes",
+				     len - strlen(PD_BACKEND_DIR) - 2);
+		return -ENAMETOOLONG;
+	}
+	return 0;
 }
 
 /* Loads dir/PREFIX.so for the first directory that has it; NULL (error set) when none does. */
@@ -129,7 +137,8 @@ static const struct pd_backend_ops *load_plugin(const char *prefix, size_t len)
 	void *h;
 	int ret;
 
-	plugin_path(dirs, sizeof(dirs));
+	if (plugin_path(dirs, sizeof(dirs)))
+		return NULL;
 	for (dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
 		snprintf(file, sizeof(file), "%s/%.*s.so", dir, (int)len, prefix);
 		if (access(file, R_OK) != 0)
@@ -183,7 +192,8 @@ const struct pd_backend_ops *pd_backend_find(const char *prefix, size_t len)
 	if (ops || open_error[0])
 		return ops;
 	plugin_path(dirs, sizeof(dirs));
-	pd_backend_set_error("no backend serves '%.*s:': none registered, no %.*s.so in %s",
+	pd_backend_set_error("no backend serves '%.*s:': none registered, no %.*s.so in %s "
+			     "(PCIDRIVER_BACKEND_PATH names more directories to search)",
 			     (int)len, prefix, (int)len, prefix, dirs);
 #else
 	(void)dirs;

@@ -331,7 +331,11 @@ static const char *const good_names[] = {
 	"emu:link=ideal,lat=500ns", "emu:maxseg=64K", "emu:maxseg=0",
 };
 
-static const struct { const char *name, *needle; } bad_names[] = {
+struct bad_name {
+	const char *name, *needle;
+};
+
+static const struct bad_name bad_names[] = {
 	{ "emu:link=gen5x8", "link=gen5x8" },
 	{ "emu:link=gen3x3", "link=gen3x3" },
 	{ "emu:link=gen3x8x", "link=gen3x8x" },
@@ -371,7 +375,37 @@ static const struct { const char *name, *needle; } bad_names[] = {
 	{ "emu:clock=0", "clock=0" },
 	{ "emu:kmax=1G", "kmax=1G" },
 	{ "emu:maxseg=1000", "maxseg=1000" },
+	{ "emu:linkdown=c2h,linkdown=h2c", "linkdown=h2c" },
 };
+
+/* sim: parses its options before it starts a simulator: the same rules as emu: (a key given
+ * twice, an empty item, trailing garbage after a size) and the same size grammar. */
+static const struct bad_name sim_bad_names[] = {
+	{ "sim:mps=256,mps=512", "given twice" },
+	{ "sim:maxseg=1G,maxseg=1M", "given twice" },
+	{ "sim:mps=256,,msi=1", "empty option" },
+	{ "sim:mps=256,", "empty option" },
+	{ "sim:maxseg=1Gx", "maxseg=1Gx" },
+	{ "sim:kmax=4Kib", "kmax=4Kib" },
+};
+
+START_TEST(test_sim_options_bad)
+{
+	const char *err, *out;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sizeof(sim_bad_names) / sizeof(sim_bad_names[0]); i++) {
+		out = capture_stderr(open_close, (void *)sim_bad_names[i].name, &rc);
+		ck_assert_msg(rc == -EINVAL, "%s: %d (%s)", sim_bad_names[i].name, rc, pd_open_error());
+		ck_assert_msg(!*out, "%s: printed on stderr: %s", sim_bad_names[i].name, out);
+		err = pd_open_error();
+		ck_assert_msg(strstr(err, "sim") && strstr(err, sim_bad_names[i].needle),
+			      "%s: reason '%s' does not name '%s'", sim_bad_names[i].name, err,
+			      sim_bad_names[i].needle);
+	}
+}
+END_TEST
 
 START_TEST(test_options_good)
 {
@@ -599,6 +633,7 @@ Suite *test_suite(void)
 	tcase_add_test(tc, test_info_and_bars);
 	tcase_add_test(tc, test_options_good);
 	tcase_add_test(tc, test_options_bad);
+	tcase_add_test(tc, test_sim_options_bad);
 	tcase_add_test(tc, test_kmem_bus_addresses);
 	tcase_add_test(tc, test_umem_layouts);
 	tcase_add_test(tc, test_umem_maxseg);

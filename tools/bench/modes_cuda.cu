@@ -39,15 +39,7 @@ void cuda_check(cudaError_t e, const char *what)
 // Whether a GPU is there, asked once; Unavailable with the runtime's reason otherwise.
 void require_gpu()
 {
-	static std::string why = [] {
-		int n = 0;
-		cudaError_t e = cudaGetDeviceCount(&n);
-		if (e != cudaSuccess)
-			return std::string("no usable CUDA GPU (") + cudaGetErrorString(e) + ")";
-		if (n == 0)
-			return std::string("no CUDA GPU found");
-		return std::string();
-	}();
+	static std::string why = bufmgr::cuda::unavailable_reason();
 	if (!why.empty())
 		throw Unavailable(why);
 }

@@ -49,8 +49,8 @@ static int parse_u64(const char *s, uint64_t *out)
 	return (errno || *end) ? -EINVAL : 0;
 }
 
-/* A byte count with an optional binary suffix K, M, G or T. */
-static int parse_size(const char *s, uint64_t *out)
+/* A byte count with an optional binary suffix K, M, G or T (emu.h). */
+int emu_parse_size(const char *s, uint64_t *out)
 {
 	char *end;
 	uint64_t v, mul = 1;
@@ -262,7 +262,7 @@ static int special_user(struct emu_config *c, const char *v, struct opt_state *s
 		c->user = EMU_USER_NONE;
 	} else if (!strcmp(v, "stream")) {
 		c->user = EMU_USER_STREAM;
-	} else if (!strncmp(v, "pkt:", 4) && !parse_size(v + 4, &u) && u >= 4 && !(u & 3) &&
+	} else if (!strncmp(v, "pkt:", 4) && !emu_parse_size(v + 4, &u) && u >= 4 && !(u & 3) &&
 		   u <= (1ull << 40)) {
 		c->user = EMU_USER_PACKETS;
 		c->user_pkt = u;
@@ -352,8 +352,8 @@ static const struct emu_option options[] = {
 	  "expected c2h, h2c, c2h:N or h2c:N (N: descriptor number), each channel once", NULL,
 	  NULL,
 	  "`c2h`, `h2c` (every descriptor) or `c2h:N`, `h2c:N` (descriptor N, once): a bus error in the middle of the data" },
-	{ "linkdown", "", OPT_SPECIAL, 0, 0, 0, 0, OPT_REPEAT, NULL, NULL, 0, special_linkdown,
-	  "expected c2h, h2c, c2h:N or h2c:N (N: descriptor number), each channel once", NULL,
+	{ "linkdown", "", OPT_SPECIAL, 0, 0, 0, 0, 0, NULL, NULL, 0, special_linkdown,
+	  "expected c2h, h2c, c2h:N or h2c:N (N: descriptor number)", NULL,
 	  NULL,
 	  "the board drops off the link when that channel starts descriptor N (or its first): from then on every register and config-space read returns all-ones (0xffffffff), writes are lost, no interrupt comes and no descriptor completes, as after a surprise removal" },
 	{ "dropirq", "N", OPT_UINT, ST_I64, F(dropirq), 0, 9.2e18, 0, NULL, NULL, 0, NULL,
@@ -421,7 +421,7 @@ static int apply(struct emu_config *c, const struct emu_option *o, const char *v
 		return 0;
 	case OPT_SIZE:
 	case OPT_UINT:
-		if (o->kind == OPT_SIZE ? parse_size(v, &u) : parse_u64(v, &u))
+		if (o->kind == OPT_SIZE ? emu_parse_size(v, &u) : parse_u64(v, &u))
 			return -EINVAL;
 		if (u == 0 && (o->rules & OPT_ZERO_OK)) {
 			store(c, o, 0, 0, true);

@@ -69,27 +69,6 @@ struct sim_dev {
 
 /* ------------------------------------------------------------------ options */
 
-static int parse_u64(const char *v, uint64_t *out)
-{
-	char *end;
-	unsigned long long x;
-
-	if (!*v || *v == '-')
-		return -1;
-	errno = 0;
-	x = strtoull(v, &end, 0);
-	if (errno)
-		return -1;
-	if (*end == 'K' || *end == 'k')
-		x <<= 10, end++;
-	else if (*end == 'M')
-		x <<= 20, end++;
-	if (*end)
-		return -1;
-	*out = x;
-	return 0;
-}
-
 static bool pow2_in(uint64_t x, uint64_t lo, uint64_t hi)
 {
 	return x >= lo && x <= hi && !(x & (x - 1));
@@ -100,8 +79,11 @@ static bool pow2_in(uint64_t x, uint64_t lo, uint64_t hi)
  * complex's own windows). */
 static int parse_options(const char *name, struct sim_opts *o, struct emu_config *cfg)
 {
-	char buf[512], *item, *save = NULL, *eq;
+	static const char *const keys[] = { "wave", "sg", "mps", "mrrs", "msi", "width", "split",
+					    "reorder", "pause", "poll", "seed", "maxseg", "kmax" };
+	char buf[512], *item, *next, *eq = NULL;
 	const char *opts = strchr(name, ':');
+	unsigned int seen = 0, k;
 	uint64_t v;
 	int ret = emu_parse_options("emu", cfg);
 
@@ -117,11 +99,29 @@ static int parse_options(const char *name, struct sim_opts *o, struct emu_config
 		return -EINVAL;
 	}
 	strcpy(buf, opts + 1);
-	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+	for (item = buf; item; item = next) {
+		next = strchr(item, ',');
+		if (next)
+			*next++ = '\0';
+		eq = NULL;
+		if (!*item) {
+			pd_backend_set_error("sim: empty option (stray comma?) in '%s'", name);
+			return -EINVAL;
+		}
 		eq = strchr(item, '=');
 		if (!eq)
 			goto bad;
 		*eq++ = '\0';
+		for (k = 0; k < sizeof(keys) / sizeof(keys[0]) && strcmp(item, keys[k]); k++)
+			;
+		if (k < sizeof(keys) / sizeof(keys[0])) {
+			if (seen & (1u << k)) {
+				pd_backend_set_error("sim: bad option '%s=%s': '%s' given twice", item,
+						     eq, item);
+				return -EINVAL;
+			}
+			seen |= 1u << k;
+		}
 		if (!strcmp(item, "wave")) {
 			if (!*eq || strlen(eq) >= sizeof(o->wave))
 				goto bad;
@@ -139,7 +139,7 @@ static int parse_options(const char *name, struct sim_opts *o, struct emu_config
 				goto bad;
 			continue;
 		}
-		if (parse_u64(eq, &v))
+		if (emu_parse_size(eq, &v))
 			goto bad;
 		if (!strcmp(item, "mps") && pow2_in(v, 128, 1024))
 			o->mps = (uint32_t)v;

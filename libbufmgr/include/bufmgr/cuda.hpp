@@ -39,6 +39,7 @@
 #include <numeric>
 #include <memory>
 #include <string>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -87,6 +88,22 @@ inline void check(cudaError_t e, const std::string &what)
 		(void)cudaGetLastError(); // clear the (non-sticky) error
 		throw CudaError(e, what);
 	}
+}
+
+// Why no CUDA GPU can be used here, in words; "" when one can (never throws). Without the
+// NVIDIA kernel driver the runtime reports an "insufficient driver version", which misleads:
+// that case is named for what it is.
+inline std::string unavailable_reason()
+{
+	int n = 0;
+	cudaError_t e = cudaGetDeviceCount(&n);
+	if (e == cudaSuccess)
+		return n ? std::string() : std::string("no CUDA GPU found");
+	(void)cudaGetLastError();
+	if ((e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) &&
+	    access("/proc/driver/nvidia/version", F_OK) != 0)
+		return "no NVIDIA driver on this machine (/proc/driver/nvidia is absent)";
+	return std::string("no usable CUDA GPU (") + cudaGetErrorString(e) + ")";
 }
 
 // Number of usable GPUs; 0 when there is none or no driver (never throws).

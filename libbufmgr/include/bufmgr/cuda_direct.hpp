@@ -64,11 +64,10 @@ public:
 private:
 	DriverApi()
 	{
-		int n = 0;
-		if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-			(void)cudaGetLastError();
+		std::string no_gpu = unavailable_reason();
+		if (!no_gpu.empty()) {
 			errno_ = ENODEV;
-			why_ = "bufmgr::cuda::GpuDirect: no usable CUDA GPU";
+			why_ = "bufmgr::cuda::GpuDirect: " + no_gpu;
 			return;
 		}
 		if (!find("cuDeviceGetAttribute", &getAttribute, 12000) ||

@@ -178,11 +178,45 @@ inline UserMemory::UserMemory(PciDevice &dev, void *addr, std::size_t size, pd_d
 	adopt(u);
 }
 
+namespace detail {
+// What pd_dmabuf_import's error means for this fd and direction, in words.
+inline std::string dmabufImportError(int fd, pd_dma_dir dir, int err)
+{
+	std::string what = "pd_dmabuf_import of fd " + std::to_string(fd);
+	switch (err) {
+	case EBADF:
+		return what + ": not an open file descriptor";
+	case EINVAL:
+		if (dir != PD_DMA_TO_DEVICE && dir != PD_DMA_FROM_DEVICE && dir != PD_DMA_BIDIRECTIONAL)
+			return what + ": unknown direction " + std::to_string(static_cast<int>(dir));
+		return what + ": not a dma-buf (export the memory first: udmabuf, a DMA-BUF heap, "
+			      "cuMemGetHandleForAddressRange), or larger than PD_UMEM_MAX_SIZE";
+	case EACCES:
+		return what + ": the dma-buf is read-only (exported without write access): the device "
+			      "may only read it (PD_DMA_TO_DEVICE)";
+	case E2BIG:
+		return what + ": its segments are longer than a bounce buffer (swiotlb) maps at once";
+	case ERANGE:
+		return what + ": memory beyond the device's DMA mask (dma_bits), with no bounce "
+			      "buffer it can reach";
+	case ENOMEM:
+		return what + ": over RLIMIT_MEMLOCK, or out of memory, IOVA or bounce-buffer space";
+	case EOPNOTSUPP:
+		return what + ": this backend cannot import it (an older pcidriver.ko; the virtual "
+			      "board: memory the CPU cannot map)";
+	default:
+		return what;
+	}
+}
+} // namespace detail
+
 inline UserMemory UserMemory::importDmaBuf(PciDevice &dev, int fd, pd_dma_dir dir)
 {
 	UserMemory m(dev.shared());
 	pd_umem *u = nullptr;
-	check(pd_dmabuf_import(m.dev_.get(), fd, dir, &u), "pd_dmabuf_import");
+	int rc = pd_dmabuf_import(m.dev_.get(), fd, dir, &u);
+	if (rc < 0)
+		throw Error(-rc, detail::dmabufImportError(fd, dir, -rc));
 	m.adopt(u);
 	return m;
 }
