@@ -516,8 +516,9 @@ static void reach_memcg(void)
 
 /*
  * Up to max one-page dma-bufs whose pages lie above EDU_REACH: udmabufs over memfd pages that
- * pagemap places there (*known = 1); else four-page vgem buffers, whose pages pagemap cannot
- * show (a PFN mapping), so that only the imports tell (*known = 0). Returns how many, or -errno.
+ * pagemap places there (*known = 1); else three 64 MiB vgem buffers, whose pages pagemap
+ * cannot show (a PFN mapping), so that only the imports tell (*known = 0), and some of which
+ * must hold a page above the reach. Returns how many, or -errno.
  */
 static int high_dmabufs(int *fds, int max, int *known, const char **what)
 {
@@ -531,8 +532,9 @@ static int high_dmabufs(int *fds, int max, int *known, const char **what)
 	if (meminfo_kb("MemTotal:") <= (long)(EDU_REACH >> 10))
 		return 0;	/* no page above the reach in this guest */
 	if (!*known) {
-		for (n = 0; n < max; n++) {
-			fds[n] = vgem_new(4 * PAGE, 1);
+		/* 3 x 64 MiB: more than the guest has free below the reach */
+		for (n = 0; n < 3 && n < max; n++) {
+			fds[n] = vgem_new(64 << 20, 1);
 			if (fds[n] < 0)
 				return n ? n : fds[n];
 		}
@@ -566,17 +568,19 @@ static int high_dmabufs(int *fds, int max, int *known, const char **what)
  * within reach, bit 2 anything else (another error, a bus address beyond the reach). */
 static void reach_dmabuf_child(int dev, const int *fds, int n)
 {
+	struct rlimit rl = { 256 << 20, 256 << 20 };	/* room for the 64 MiB vgem buffers */
 	struct pcidriver_mem_id unmap = { .argsz = sizeof(unmap) };
-	struct pcidriver_sg_entry sg[8];
+	static struct pcidriver_sg_entry sg[256];
 	int i, j, ret, status = 0;
 
-	drop_privileges(65534, 65534);
+	if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgroups(0, NULL) || setgid(65534) || setuid(65534))
+		_exit(8);
 	for (i = 0; i < n; i++) {
 		struct pcidriver_dmabuf_import req = {
 			.argsz = sizeof(req), .flags = PCIDRIVER_UMEM_FROM_DEVICE, .fd = fds[i],
 		};
 		struct pcidriver_umem_sglist l = {
-			.argsz = sizeof(l), .count = 8, .entries = (uintptr_t)sg,
+			.argsz = sizeof(l), .count = 256, .entries = (uintptr_t)sg,
 		};
 
 		ret = raw_ioctl(dev, PCIDRIVER_DMABUF_IMPORT, &req);
@@ -585,11 +589,14 @@ static void reach_dmabuf_child(int dev, const int *fds, int n)
 			continue;
 		}
 		l.id = req.id;
-		if (!ret)
-			ret = raw_ioctl(dev, PCIDRIVER_UMEM_GET_SGLIST, &l);
-		for (j = 0; !ret && j < (int)l.count; j++)
-			if (sg[j].bus_addr + sg[j].length > EDU_REACH)
-				ret = -EFAULT;
+		do {	/* every entry within the reach */
+			if (!ret)
+				ret = raw_ioctl(dev, PCIDRIVER_UMEM_GET_SGLIST, &l);
+			for (j = 0; !ret && j < (int)l.count; j++)
+				if (sg[j].bus_addr + sg[j].length > EDU_REACH)
+					ret = -EFAULT;
+			l.first += l.count;
+		} while (!ret && l.count && l.first < l.total);
 		status |= ret ? 4 : 2;
 		if (ret)
 			printf("# reach: import %d: %s\n", i, errname(ret));

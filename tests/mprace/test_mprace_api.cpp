@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <random>
 #include <vector>
 
 #include "mprace/spec.h"
+
 #include "test_mprace.hpp"
 
 using namespace mptest;
@@ -380,6 +382,38 @@ START_TEST(test_import_refuses_non_dmabuf)
 }
 END_TEST
 
+namespace {
+std::string messageOf(const std::function<void()> &f)
+{
+	try {
+		f();
+	} catch (const std::exception &e) {
+		return e.what();
+	}
+	return "";
+}
+} // namespace
+
+// Refusals say what was wrong with this request, and advise only where the advice fits.
+START_TEST(test_buffer_refusal_messages)
+{
+	Board b("emu:");
+	std::string m = messageOf([&] { DMABuffer buf(b, 0); });
+	ck_assert_msg(m.find("not 0 bytes") != std::string::npos && m.find("larger buffers") == std::string::npos,
+		      "%s", m.c_str());
+	m = messageOf([&] { DMABuffer buf(b, std::size_t(PD_KMEM_MAX_SIZE) + 4); });
+	ck_assert_msg(m.find("larger buffers") != std::string::npos, "%s", m.c_str());
+	int fd = memfd_create("not-a-dmabuf", MFD_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 4096), 0);
+	m = messageOf([&] { DMABuffer::importDmaBuf(b, fd, PD_DMA_TO_DEVICE); });
+	ck_assert_msg(m.find("not a dma-buf") != std::string::npos, "%s", m.c_str());
+	close(fd);
+	m = messageOf([&] { DMABuffer::importDmaBuf(b, fd, PD_DMA_TO_DEVICE); });
+	ck_assert_msg(m.find("not an open file descriptor") != std::string::npos, "%s", m.c_str());
+}
+END_TEST
+
 START_TEST(test_user_buffer)
 {
 	Board b("emu:sg=pages");
@@ -571,6 +605,7 @@ extern "C" Suite *test_suite(void)
 	tcase_add_test(tc, test_kernel_buffer);
 	tcase_add_test(tc, test_import_refuses_non_dmabuf);
 	tcase_add_test(tc, test_user_buffer);
+	tcase_add_test(tc, test_buffer_refusal_messages);
 	tcase_add_test(tc, test_descriptor_ring);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("engine");

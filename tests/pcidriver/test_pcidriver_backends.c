@@ -377,8 +377,28 @@ START_TEST(test_plugin_missing)
 
 	setenv("PCIDRIVER_BACKEND_PATH", "/nonexistent/a:/nonexistent/b", 1);
 	ck_assert_int_eq(pd_open("emu:", &dev), -ENODEV);
-	ck_assert_msg(has(pd_open_error(), "emu.so") && has(pd_open_error(), "/nonexistent/b"),
-		      "%s", pd_open_error());
+	ck_assert_msg(has(pd_open_error(), "emu.so") && has(pd_open_error(), "/nonexistent/b") &&
+		      has(pd_open_error(), "PCIDRIVER_BACKEND_PATH"), "%s", pd_open_error());
+}
+END_TEST
+
+/* A search path too long for the library is refused by name, never cut short (a cut path
+ * could name another, existing directory). */
+START_TEST(test_plugin_path_too_long)
+{
+	char *path = malloc(8192);
+	pd_device *dev = NULL;
+	size_t i;
+
+	ck_assert_ptr_nonnull(path);
+	for (i = 0; i + 1 < 8192; i++)
+		path[i] = i % 64 == 0 ? ':' : 'd';
+	path[8191] = '\0';
+	setenv("PCIDRIVER_BACKEND_PATH", path, 1);
+	ck_assert_int_eq(pd_open("emu:", &dev), -ENODEV);
+	ck_assert_msg(has(pd_open_error(), "PCIDRIVER_BACKEND_PATH is longer than"), "%s",
+		      pd_open_error());
+	free(path);
 }
 END_TEST
 
@@ -430,6 +450,7 @@ Suite *test_suite(void)
 	tcase_add_test(tc, test_registered_backend);
 	tcase_add_test(tc, test_plugin_lookup);
 	tcase_add_test(tc, test_plugin_missing);
+	tcase_add_test(tc, test_plugin_path_too_long);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("strerror");
 	tcase_add_test(tc, test_strerror_constant);
