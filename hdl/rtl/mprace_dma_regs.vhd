@@ -42,7 +42,7 @@ entity mprace_dma_regs is
     soft_reset     : out std_logic;                      -- CONTROL.RESET (pulse)
     c2h_source     : out std_logic_vector(1 downto 0);
     h2c_sink       : out std_logic_vector(1 downto 0);
-    test_wr        : out std_logic;                      -- TEST_CONTROL written (pulse)
+    c2h_src_chg    : out std_logic;                      -- C2H source changed, or reset (pulse)
     patgen_seed    : out std_logic_vector(31 downto 0);
     patgen_seed_wr : out std_logic;                      -- pulse
     patgen_rate    : out std_logic_vector(31 downto 0);
@@ -76,7 +76,7 @@ architecture rtl of mprace_dma_regs is
     irq_status : std_logic_vector(2 downto 0);
     irq_enable : std_logic_vector(2 downto 0);
     test_ctrl  : std_logic_vector(5 downto 0);
-    test_wr    : std_logic;
+    src_chg    : std_logic;
     pg_seed    : std_logic_vector(31 downto 0);
     pg_seed_wr : std_logic;
     pg_rate    : std_logic_vector(31 downto 0);
@@ -103,7 +103,7 @@ architecture rtl of mprace_dma_regs is
     rd_pend => '0', rd_addr => (others => '0'), rdata => (others => '0'), rvalid => '0',
     scratch => (others => '0'),
     cycle_hi => (others => '0'), irq_status => (others => '0'),
-    irq_enable => (others => '0'), test_ctrl => (others => '0'), test_wr => '0',
+    irq_enable => (others => '0'), test_ctrl => (others => '0'), src_chg => '0',
     pg_seed => (others => '0'), pg_seed_wr => '0', pg_rate => (others => '0'),
     ck_seed => (others => '0'), ck_seed_wr => '0', soft_reset => '0',
     state => (others => STATE_IDLE_c), run => "00", abort => "00", aborting => "00",
@@ -145,7 +145,7 @@ begin
   begin
     v := r;
     v.rvalid     := '0';
-    v.test_wr    := '0';
+    v.src_chg    := '0';
     v.pg_seed_wr := '0';
     v.ck_seed_wr := '0';
     v.soft_reset := '0';
@@ -214,7 +214,11 @@ begin
                                             TEST_CONTROL_C2H_SOURCE_LSB_c);
             v.test_ctrl(5 downto 4) := wbit(TEST_CONTROL_H2C_SINK_LSB_c + 1 downto
                                             TEST_CONTROL_H2C_SINK_LSB_c);
-            v.test_wr := '1';
+            -- only a new C2H source drops what the old one left (spec section 7); a write
+            -- that changes the H2C sink alone, or nothing, leaves the C2H data alone
+            if v.test_ctrl(1 downto 0) /= r.test_ctrl(1 downto 0) then
+              v.src_chg := '1';
+            end if;
           when REG_PATGEN_SEED_c =>
             v.pg_seed := wbit;
             v.pg_seed_wr := '1';
@@ -230,9 +234,11 @@ begin
     end if;
 
     ---------------------------------------------------------------------- channel events
-    -- after the writes, so that a STOP or an error clears RUN for at least one clock
+    -- after the writes, so that a STOP or an error clears RUN for at least one clock. In the
+    -- clock after a RESET (creset) an event the channel made before it saw the reset would
+    -- count into the zeroed HEAD and BYTES (or set ERROR): it belongs to the forgotten ring.
     for c in 0 to 1 loop
-      if chan_stat(c).done = '1' then
+      if chan_stat(c).done = '1' and r.creset(c) = '0' then
         v.head(c)  := std_logic_vector(unsigned(r.head(c)) + 1);
         v.bytes(c) := v.bytes(c) + chan_stat(c).bytes;
         if chan_stat(c).irq = '1' then
@@ -242,7 +248,7 @@ begin
           v.run(c) := '0';
         end if;
       end if;
-      if chan_stat(c).err = '1' then
+      if chan_stat(c).err = '1' and r.creset(c) = '0' then
         v.aborting(c) := '0';
         v.state(c) := STATE_ERROR_c;
         v.code(c)  := chan_stat(c).err_code;
@@ -280,7 +286,7 @@ begin
       v.ck_seed    := (others => '0');
       v.pg_seed_wr := '1';           -- restart the generator and the checker at seed 0
       v.ck_seed_wr := '1';
-      v.test_wr    := '1';
+      v.src_chg    := '1';
     end if;
 
     ---------------------------------------------------------------------- reads
@@ -412,7 +418,7 @@ begin
   soft_reset     <= r.soft_reset;
   c2h_source     <= r.test_ctrl(1 downto 0);
   h2c_sink       <= r.test_ctrl(5 downto 4);
-  test_wr        <= r.test_wr;
+  c2h_src_chg    <= r.src_chg;
   patgen_seed    <= r.pg_seed;
   patgen_seed_wr <= r.pg_seed_wr;
   patgen_rate    <= r.pg_rate;
@@ -437,7 +443,7 @@ begin
         r.irq_status <= (others => '0');
         r.irq_enable <= (others => '0');
         r.test_ctrl  <= (others => '0');
-        r.test_wr    <= '0';
+        r.src_chg    <= '0';
         r.pg_seed    <= (others => '0');
         r.pg_seed_wr <= '1';          -- load the reset seeds into the test logic
         r.pg_rate    <= (others => '0');

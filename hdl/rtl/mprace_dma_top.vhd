@@ -151,7 +151,7 @@ architecture rtl of mprace_dma_top is
   signal soft_reset     : std_logic;
   signal c2h_source     : std_logic_vector(1 downto 0);
   signal h2c_sink       : std_logic_vector(1 downto 0);
-  signal test_wr        : std_logic;
+  signal c2h_src_chg    : std_logic;
   signal pg_seed        : std_logic_vector(31 downto 0);
   signal pg_seed_wr     : std_logic;
   signal pg_rate        : std_logic_vector(31 downto 0);
@@ -269,7 +269,7 @@ begin
       chan_ctrl => chan_ctrl, chan_stat => chan_stat,
       irq_status => irq_status, irq_enable => irq_enable,
       soft_reset => soft_reset, c2h_source => c2h_source, h2c_sink => h2c_sink,
-      test_wr => test_wr, patgen_seed => pg_seed, patgen_seed_wr => pg_seed_wr,
+      c2h_src_chg => c2h_src_chg, patgen_seed => pg_seed, patgen_seed_wr => pg_seed_wr,
       patgen_rate => pg_rate, check_seed => ck_seed, check_seed_wr => ck_seed_wr,
       check_errors => ck_errors, check_words => ck_words);
 
@@ -307,8 +307,8 @@ begin
       cpl_err => cpl_err, cpl_done => cpl_done, cpl_bytes => cpl_bytes,
       cpl_dwords => cpl_dwords, cpl_data => cpl_data, cpl_keep => cpl_keep);
 
-  -- TEST_CONTROL or the generator seed changed: drop what the old source left in the ring
-  data_flush <= test_wr or (pg_seed_wr and (c2h_source ?= SRC_GEN_c));
+  -- the C2H source or the generator's seed changed: drop what the old source left in the ring
+  data_flush <= c2h_src_chg or (pg_seed_wr and (c2h_source ?= SRC_GEN_c));
 
   i_c2h : entity work.mprace_dma_c2h
     generic map (data_w_g => data_w_g, straddle_g => rq_straddle_g and data_w_g = 512,

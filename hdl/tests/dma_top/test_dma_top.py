@@ -1294,6 +1294,42 @@ async def c2h_source_switch(dut):
     tb.check_protocol()
 
 
+@cocotb.test()
+async def c2h_test_control_same_source(dut):
+    """A TEST_CONTROL write that leaves the C2H source as it is (only the H2C sink changes, or
+    the same value again) drops nothing: a C2H descriptor reading the user stream, with user
+    data taken ahead, ends with all its bytes and no error."""
+    tb = make_tb(dut)
+    await tb.init()
+    rng = tb.rng
+    ring = Ring(tb, C2H, 8)
+    await ring.configure()
+    await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=SRC_USER))
+    await tb.ch_control(C2H, run=1)
+    for k, sink in enumerate((SRC_LOOP, SRC_LOOP, 0, 1)):   # a change, the same value, back
+        n = 4 * rng.randint(700, 2000)
+        data = tb.rand_bytes(n)
+        (a, o, _), = alloc_buffers(tb, [n])
+        await ring.submit([(a, n, 0)])
+        part = 4 * rng.randint(64, n // 8)
+        tb.c2h.send(data[:part])           # the engine takes it ahead and waits for more
+        for _ in range(2000):
+            if tb.c2h.sent >= part:
+                break
+            await tb.clocks(1)
+        await tb.clocks(rng.randint(1, 50))
+        await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=SRC_USER, H2C_SINK=sink))
+        tb.c2h.send(data[part:])
+        await ring.wait_done(ring.tail - 1, timeout_us=2000)
+        check_record(ring, ring.tail - 1, n)
+        ring.head = ring.tail
+        got = bytes(tb.mem[o:o + n])
+        assert got == data, f"round {k} (H2C sink {sink}): first difference at byte " \
+            f"{next(i for i in range(n) if got[i] != data[i])} of {n}"
+    await halt(tb, C2H)
+    tb.check_protocol()
+
+
 # ------------------------------------------------------------------------------ status after control
 
 @cocotb.test()
@@ -1667,6 +1703,10 @@ def test_h2c_read_errors(reorder, width):
 
 def test_c2h_source_switch(width):
     run("c2h_source_switch", seed=81, width=width)
+
+
+def test_c2h_test_control_same_source(width):
+    run("c2h_test_control_same_source", seed=82, width=width)
 
 
 def test_status_after_control(width):
