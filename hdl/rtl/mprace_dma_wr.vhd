@@ -378,11 +378,13 @@ begin
     end if;
 
     ------------------------------------------------------------------ reports, in order
-    -- none once a clear is asked for: the channel's HEAD and BYTES were reset with it, and
-    -- the clear drops what is left (a report after it would count into the new ring)
+    -- none from a clear request until the report queue has been flushed (rep_clr): the
+    -- channel's HEAD and BYTES were reset with the request, and a report popped after it
+    -- would count into the new ring
     ack_seq := unsigned(rep_out(7 downto 0));
     rep_ready <= '0';
-    if rep_valid = '1' and (v.acked - ack_seq) < 128 and clear = '0' and r.clear_pend = '0' then
+    if rep_valid = '1' and (v.acked - ack_seq) < 128 and clear = '0' and r.clear_pend = '0' and
+       r.rep_clr = '0' then
       rep_ready  <= '1';
       v.ev_valid := '1';
     end if;

@@ -865,6 +865,66 @@ async def abort_reset(dut):
     tb.check_protocol()
 
 
+@cocotb.test()
+async def reset_during_transfers(dut):
+    """RESET (a channel's, or the global one) at random moments while short descriptors
+    complete on both channels: afterwards HEAD, TAIL and BYTES read 0, the channel is IDLE,
+    and a fresh ring from slot 0 moves correct data. A completion the engine reported around
+    the reset must not count into the new ring (it left HEAD = 1 and BYTES != 0, and the next
+    ring then never ran)."""
+    tb = make_tb(dut)
+    await tb.init()
+    rng = tb.rng
+    cring, hring = Ring(tb, C2H, 4), Ring(tb, H2C, 4)
+    await cring.configure()
+    await hring.configure()
+    for k in range(env_int("HDL_RESET_ITERS", 48)):
+        how = "global" if k % 4 == 3 else "channel"
+        await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=SRC_GEN, H2C_SINK=1))
+        for ring in (cring, hring):
+            bufs = alloc_buffers(tb, [4 * rng.randint(8, 200) for _ in range(ring.entries)])
+            await ring.submit([(a, n, 0) for a, o, n in bufs])
+        await tb.ch_control(C2H, run=1)
+        await tb.ch_control(H2C, run=1)
+        await tb.clocks(rng.randint(1, 600))     # completions are dense: resets meet them
+        if how == "channel":
+            for ch in rng.sample([C2H, H2C], 2):
+                await tb.ch_control(ch, reset=1)
+        else:
+            await tb.wr("CONTROL", S.val("CONTROL", RESET=1))
+        for ch, ring in ((C2H, cring), (H2C, hring)):
+            await wait_not_busy(tb, ch)
+            await expect_state(tb, ch, "IDLE", busy=0)
+            regs = (await tb.ch_rd(ch, "HEAD"), await tb.ch_rd(ch, "TAIL"), await tb.bytes_moved(ch))
+            assert regs == (0, 0, 0), \
+                f"{how} reset {k}: {ch} HEAD {regs[0]}, TAIL {regs[1]}, BYTES {regs[2]} afterwards"
+            ring.tail = ring.head = 0
+        # a fresh ring from slot 0, both ways, with known data
+        await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=SRC_GEN, H2C_SINK=1))
+        cseed, hseed = rng.getrandbits(32), rng.getrandbits(32)
+        await tb.wr("PATGEN_SEED", cseed)
+        await tb.wr("CHECK_SEED", hseed)
+        (ca, co, cn), (ha, ho, hn) = alloc_buffers(tb, [4 * rng.randint(1, 300)] * 2)
+        tb.mem[ho:ho + hn] = pattern_bytes(hseed, hn // 4)
+        await tb.ch_control(C2H, run=1)
+        await tb.ch_control(H2C, run=1)
+        await run_ring(tb, cring, [(ca, cn, 0)], timeout_us=200)
+        await run_ring(tb, hring, [(ha, hn, 0)], timeout_us=200)
+        check_record(cring, 0, cn)
+        check_record(hring, 0, hn)
+        assert bytes(tb.mem[co:co + cn]) == pattern_bytes(cseed, cn // 4), f"{how} reset {k}: C2H data"
+        await tb.clocks(4)
+        assert (await tb.rd("CHECK_WORDS"), await tb.rd("CHECK_ERRORS")) == (hn // 4, 0), \
+            f"{how} reset {k}: H2C data"
+        await halt(tb, C2H)
+        await halt(tb, H2C)
+        for ch, ring in ((C2H, cring), (H2C, hring)):
+            await tb.ch_control(ch, reset=1)
+            await wait_not_busy(tb, ch)
+            ring.tail = ring.head = 0
+    tb.check_protocol()
+
+
 # ------------------------------------------------------------------------------ timeouts
 
 @cocotb.test()
@@ -1680,6 +1740,10 @@ def test_interrupts(msi, width):
 
 def test_abort_reset(width):
     run("abort_reset", seed=31, width=width)
+
+
+def test_reset_during_transfers(width):
+    run("reset_during_transfers", seed=83, width=width)
 
 
 def test_timeouts(width):
