@@ -495,8 +495,9 @@ bool report(const Config &cfg, Run &run, const std::vector<std::string> &failure
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (info.backend == "emu" && cpus > 0 && cpus < kVboardCpus)
 		std::cout << strprintf("note: the virtual board runs its link model on threads of this %ld-CPU "
-				       "machine, beside dmabench: below %ld CPUs, sizes of 16K..1M may run "
-				       "slower than the link it models (docs/dmabench.md)\n",
+				       "machine, beside dmabench: below %ld CPUs it moves the data on one "
+				       "thread, and modes that also copy on the CPU share it "
+				       "(docs/dmabench.md)\n",
 				       cpus, kVboardCpus);
 	std::cout << "\n";
 	for (const auto &m : run.modes)

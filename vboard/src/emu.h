@@ -368,6 +368,9 @@ struct emu_kmem_range {
 	uintptr_t start, end;
 };
 
+/* Below this many CPUs the model starts no copy workers (emu_engine.c, auto_workers). */
+#define EMU_SMALL_HOST_CPUS 4
+
 struct emu_dev {
 	struct emu_config cfg;
 	struct emu_link link;

@@ -1376,7 +1376,11 @@ static void *chan_main(void *arg)
 /* Copy threads for both channels: enough that each direction sustains the link's rate with
  * small descriptors (about 6 GB/s of pattern fill or compare per thread; the engine thread
  * only dispatches, and copies when it would otherwise wait), none for links the engine
- * thread keeps up with alone, one per channel for `ideal`; at most one less than the CPUs. */
+ * thread keeps up with alone, one per channel for `ideal`; at most one less than the CPUs.
+ * None below EMU_SMALL_HOST_CPUS: there a worker, the engine thread and the application's
+ * poller are more spinning threads than CPUs, and they run each other off the CPU (curves
+ * dipped by half between neighbouring sizes on 2 CPUs); the engine thread alone keeps a
+ * Gen3 x8 link's rate. */
 static unsigned int auto_workers(const struct emu_dev *d)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -1385,6 +1389,8 @@ static unsigned int auto_workers(const struct emu_dev *d)
 
 	if (ncpu < 1)
 		ncpu = 1;
+	if (ncpu < EMU_SMALL_HOST_CPUS)
+		return 0;
 	for (ch = 0; ch < MP_CH_COUNT; ch++) {
 		r = emu_link_rate(&d->link, ch, emu_mps(d));
 		if (r > rate)
