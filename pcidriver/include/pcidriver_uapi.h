@@ -60,8 +60,11 @@
  * All offsets fit in 44 bits, so mmap2() of 32-bit processes reaches them.
  */
 #define PCIDRIVER_MMAP_REGION_SHIFT	40
+#define PCIDRIVER_MMAP_REGION_BAR_MASK	0x7	/* a BAR region: the BAR's number ... */
+#define PCIDRIVER_MMAP_REGION_WC	0x8	/* ... and whether the mapping write-combines */
 #define PCIDRIVER_MMAP_BAR(bar)		((__u64)(bar) << PCIDRIVER_MMAP_REGION_SHIFT)
-#define PCIDRIVER_MMAP_BAR_WC(bar)	((__u64)((bar) | 0x8) << PCIDRIVER_MMAP_REGION_SHIFT)
+#define PCIDRIVER_MMAP_BAR_WC(bar)	((__u64)((bar) | PCIDRIVER_MMAP_REGION_WC) << \
+					 PCIDRIVER_MMAP_REGION_SHIFT)
 #define PCIDRIVER_MMAP_KMEM_REGION	0xf
 #define PCIDRIVER_MMAP_KMEM_ID_SHIFT	16
 #define PCIDRIVER_MMAP_KMEM(id)		(((__u64)PCIDRIVER_MMAP_KMEM_REGION << \

@@ -413,8 +413,9 @@ static int pcidrv_mmap(struct file *filp, struct vm_area_struct *vma)
 		if (!km)
 			goto out_unlock;
 		ret = pcidrv_kmem_mmap(km, vma);
-	} else if ((region & 0x7) < PCIDRIVER_NUM_BARS) {
-		ret = pcidrv_mmap_bar(pd, vma, region & 0x7, region & 0x8, inner);
+	} else if ((region & PCIDRIVER_MMAP_REGION_BAR_MASK) < PCIDRIVER_NUM_BARS) {
+		ret = pcidrv_mmap_bar(pd, vma, region & PCIDRIVER_MMAP_REGION_BAR_MASK,
+				      region & PCIDRIVER_MMAP_REGION_WC, inner);
 	} else {
 		ret = -EINVAL;
 	}

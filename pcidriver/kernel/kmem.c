@@ -167,13 +167,7 @@ int pcidrv_ioctl_kmem_free(struct pcidrv_file *f, struct pcidriver_mem_id __user
 	idx = pcidrv_enter(pd);
 	if (idx < 0)
 		return idx;
-	xa_lock(&pd->kmem_xa);
-	km = xa_load(&pd->kmem_xa, req.id);
-	if (km && km->owner == f)
-		__xa_erase(&pd->kmem_xa, req.id);
-	else
-		km = NULL;
-	xa_unlock(&pd->kmem_xa);
+	km = pcidrv_take_handle(&pd->kmem_xa, req.id, f, offsetof(struct pcidrv_kmem, owner));
 	if (km)
 		pcidrv_kmem_put(km);
 	pcidrv_leave(pd, idx);

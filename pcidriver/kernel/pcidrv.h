@@ -170,6 +170,27 @@ static inline void pcidrv_leave(struct pcidrv_dev *pd, int idx)
 	srcu_read_unlock(&pd->srcu, idx);
 }
 
+/*
+ * Takes handle `id` out of xa if file f owns it: returns the entry, whose reference is now the
+ * caller's, or NULL (no such ID, or another file's). The owner test runs under the xarray's
+ * lock, where an entry (and the reference it holds) cannot go away; `owner_off` is the offset
+ * of the entry's owner pointer (struct pcidrv_kmem, struct pcidrv_umem).
+ */
+static inline void *pcidrv_take_handle(struct xarray *xa, unsigned long id,
+				       const struct pcidrv_file *f, size_t owner_off)
+{
+	void *entry;
+
+	xa_lock(xa);
+	entry = xa_load(xa, id);
+	if (entry && *(struct pcidrv_file **)((char *)entry + owner_off) == f)
+		__xa_erase(xa, id);
+	else
+		entry = NULL;
+	xa_unlock(xa);
+	return entry;
+}
+
 /* main.c */
 extern unsigned int pcidrv_dma_bits;
 struct pcidrv_dev *pcidrv_dev_get_by_minor(unsigned int minor);

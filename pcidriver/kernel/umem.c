@@ -414,13 +414,7 @@ int pcidrv_ioctl_umem_unmap(struct pcidrv_file *f, struct pcidriver_mem_id __use
 	idx = pcidrv_enter(pd);
 	if (idx < 0)
 		return idx;
-	xa_lock(&pd->umem_xa);
-	um = xa_load(&pd->umem_xa, req.id);
-	if (um && um->owner == f)
-		__xa_erase(&pd->umem_xa, req.id);
-	else
-		um = NULL;
-	xa_unlock(&pd->umem_xa);
+	um = pcidrv_take_handle(&pd->umem_xa, req.id, f, offsetof(struct pcidrv_umem, owner));
 	if (um)
 		pcidrv_umem_put(um);
 	pcidrv_leave(pd, idx);

@@ -366,6 +366,7 @@ static int kernel_irq_clear(void *dev, unsigned int source)
 
 const struct pd_backend_ops pd_kernel_backend = {
 	.abi = PD_BACKEND_ABI,
+	.size = sizeof(struct pd_backend_ops),
 	.prefix = "kernel",
 	.open = kernel_open,
 	.close = kernel_close,

@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -23,8 +24,15 @@
 #define MAX_BACKENDS 16
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+/* What was registered, and the copy the front end uses: the backend's `size` bytes of it,
+ * the ops it was built without (added later at the end) NULL. */
 static const struct pd_backend_ops *registered[MAX_BACKENDS];
+static struct pd_backend_ops registered_copy[MAX_BACKENDS];
 static unsigned int registered_count;
+
+/* Every backend has the ops up to irq_clear; the ones after it are optional. */
+#define OPS_MIN_SIZE (offsetof(struct pd_backend_ops, irq_clear) + \
+		      sizeof(((struct pd_backend_ops *)0)->irq_clear))
 
 static _Thread_local char open_error[256];
 
@@ -79,9 +87,9 @@ static const struct pd_backend_ops *lookup(const char *prefix, size_t len)
 	unsigned int i;
 
 	for (i = 0; i < registered_count; i++)
-		if (strlen(registered[i]->prefix) == len &&
-		    memcmp(registered[i]->prefix, prefix, len) == 0)
-			return registered[i];
+		if (strlen(registered_copy[i].prefix) == len &&
+		    memcmp(registered_copy[i].prefix, prefix, len) == 0)
+			return &registered_copy[i];
 	return NULL;
 }
 
@@ -94,16 +102,21 @@ int pd_backend_register(const struct pd_backend_ops *ops)
 		return -EINVAL;
 	if (ops->abi != PD_BACKEND_ABI)
 		return -EPROTO;
-	if (!valid_prefix(ops->prefix, strlen(ops->prefix)) || !complete(ops))
+	if (ops->size < OPS_MIN_SIZE || !valid_prefix(ops->prefix, strlen(ops->prefix)) ||
+	    !complete(ops))
 		return -EINVAL;
 	pthread_mutex_lock(&registry_lock);
 	old = lookup(ops->prefix, strlen(ops->prefix));
-	if (old)
-		ret = old == ops ? 0 : -EEXIST;
-	else if (registered_count == MAX_BACKENDS)
+	if (old) {
+		ret = registered[old - registered_copy] == ops ? 0 : -EEXIST;
+	} else if (registered_count == MAX_BACKENDS) {
 		ret = -ENOSPC;
-	else
+	} else {
+		memset(&registered_copy[registered_count], 0, sizeof(registered_copy[0]));
+		memcpy(&registered_copy[registered_count], ops,
+		       ops->size < sizeof(*ops) ? ops->size : sizeof(*ops));
 		registered[registered_count++] = ops;
+	}
 	pthread_mutex_unlock(&registry_lock);
 	return ret;
 }

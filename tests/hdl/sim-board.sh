@@ -120,6 +120,36 @@ sim_dies() {
 }
 check "when the simulator dies, reads return all-ones and irq wait fails with ENODEV" sim_dies
 
+# 4b. the same, with a DMA after the death: the board is found lost at once (ENODEV, the
+# all-ones message) and the program ends within seconds (it spent 4-8 s in register polls)
+sim_dies_dma() {
+	{ echo "reg read SCRATCH"; sleep 4; echo "dma read 4K -o /dev/null"; } |
+		"$mprace" -d sim: run - >"$tmp/out" 2>&1 &
+	app=$!
+	sim=
+	for _ in $(seq 600); do
+		for c in $(cat /proc/$app/task/*/children 2>/dev/null); do
+			grep -q ghdl "/proc/$c/cmdline" 2>/dev/null && sim=$c
+		done
+		[ -n "$sim" ] && break
+		sleep 0.2
+	done
+	[ -n "$sim" ] || { echo "# no simulator process seen"; return 1; }
+	for _ in $(seq 600); do
+		grep -q "^SCRATCH" "$tmp/out" && break
+		sleep 0.2
+	done
+	kill -9 "$sim"
+	t0=$(date +%s)
+	wait "$app"
+	rc=$?
+	t=$(( $(date +%s) - t0 ))
+	sed 's/^/# /' "$tmp/out"
+	echo "# ended ${t} s after the simulator died (the DMA came up to 4 s after it)"
+	[ $rc -ne 0 ] && [ $t -le 7 ] && grep -q "all-ones" "$tmp/out"
+}
+check "when the simulator dies, a DMA fails with ENODEV at once, naming the lost board" sim_dies_dma
+
 # 5. a broken RTL fails the conformance suite
 mkdir -p "$tmp/tree/spec"
 cp -r "$top_srcdir/hdl" "$tmp/tree/hdl"

@@ -6,6 +6,7 @@
  * Each test runs in its own process (Check's fork mode): the registry starts empty.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,6 +161,7 @@ static int fake_irq_clear(void *dev, unsigned int source)
 
 static const struct pd_backend_ops fake_ops = {
 	.abi = PD_BACKEND_ABI,
+	.size = sizeof(struct pd_backend_ops),
 	.prefix = "fake",
 	.open = fake_open,
 	.close = fake_close,
@@ -253,6 +255,9 @@ START_TEST(test_register_checks)
 	o = fake_ops;
 	o.umem_sync = NULL;
 	ck_assert_int_eq(pd_backend_register(&o), -EINVAL);
+	o = fake_ops;			/* a size that ends before the ops every backend has */
+	o.size = offsetof(struct pd_backend_ops, irq_clear);
+	ck_assert_int_eq(pd_backend_register(&o), -EINVAL);
 	/* the longest prefix is fine */
 	longest = fake_ops;
 	longest.prefix = "abcdefghijklmno";
@@ -261,6 +266,34 @@ START_TEST(test_register_checks)
 	ck_assert_int_eq(pd_backend_register(&fake_ops), 0);   /* again: fine */
 	o = fake_ops;                                          /* other ops, same prefix */
 	ck_assert_int_eq(pd_backend_register(&o), -EEXIST);
+}
+END_TEST
+
+static int must_not_be_called(void *dev, int fd, struct pd_backend_umem *um)
+{
+	(void)dev;
+	(void)fd;
+	(void)um;
+	ck_abort_msg("an op beyond the backend's size was called");
+	return 0;
+}
+
+/* A backend built before an optional op existed (its `size` ends before it) is read as not
+ * having it, whatever lies in memory behind its ops: the struct grows without a new ABI. */
+START_TEST(test_register_older_size)
+{
+	static struct pd_backend_ops older;
+	pd_device *dev = NULL;
+	pd_umem *um = NULL;
+
+	older = fake_ops;
+	older.prefix = "older";
+	older.size = offsetof(struct pd_backend_ops, dmabuf_import);
+	older.dmabuf_import = must_not_be_called;	/* beyond size: never read */
+	ck_assert_int_eq(pd_backend_register(&older), 0);
+	ck_assert_int_eq(pd_open("older:", &dev), 0);
+	ck_assert_int_eq(pd_dmabuf_import(dev, 0, PD_DMA_TO_DEVICE, &um), -EOPNOTSUPP);
+	pd_close(dev);
 }
 END_TEST
 
@@ -331,7 +364,7 @@ START_TEST(test_registered_backend)
 
 		ck_assert_int_eq(pd_regs_get(dev, 0, &regs), -EOPNOTSUPP);
 		ck_assert_int_eq(pd_regs_get(dev, 1, &regs), 0);
-		ck_assert_ptr_eq(regs.mmio, fake_bar1);
+		ck_assert_ptr_eq((const void *)regs.mmio, fake_bar1);
 		ck_assert_uint_eq(regs.size, sizeof(fake_bar1));
 		ck_assert_uint_eq(pd_reg_read32(&regs, 4), 0x22222222);
 		pd_reg_write32(&regs, 8, 0x33333333);
@@ -446,6 +479,7 @@ Suite *test_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("registry");
 	tcase_add_test(tc, test_register_checks);
+	tcase_add_test(tc, test_register_older_size);
 	tcase_add_test(tc, test_register_limit);
 	tcase_add_test(tc, test_registered_backend);
 	tcase_add_test(tc, test_plugin_lookup);

@@ -287,6 +287,7 @@ static int emu_irq_clear_op(void *dev, unsigned int source)
 
 const struct pd_backend_ops emu_backend_ops = {
 	.abi = PD_BACKEND_ABI,
+	.size = sizeof(struct pd_backend_ops),
 	.prefix = "emu",
 	.open = emu_open,
 	.close = emu_close,

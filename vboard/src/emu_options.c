@@ -278,7 +278,7 @@ static const char *const cfgwr_names[] = { "auto", "allow", "deny", NULL };
 #define F(field) offsetof(struct emu_config, field)
 
 /* In the order of docs/virtual-board.md's table, which is generated from it
- * (tests/unit/vboard-options.sh checks). At most 32 rows: `seen` is a bit mask. */
+ * (tests/vboard/vboard-options.sh checks). At most 32 rows: `seen` is a bit mask. */
 static const struct emu_option options[] = {
 	{ "link", "", OPT_SPECIAL, 0, 0, 0, 0, 0, NULL, NULL, 0, special_link,
 	  "unknown link; use gen1x1 ... gen4x16 (x1, x2, x4, x8, x16) or ideal", "gen3x8", NULL,

@@ -678,6 +678,7 @@ static int sim_irq_clear(void *dev, unsigned int source)
 
 const struct pd_backend_ops sim_backend_ops = {
 	.abi = PD_BACKEND_ABI,
+	.size = sizeof(struct pd_backend_ops),
 	.prefix = "sim",
 	.open = sim_open,
 	.close = sim_close,

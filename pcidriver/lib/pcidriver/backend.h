@@ -32,9 +32,11 @@
 extern "C" {
 #endif
 
-/* Bumped when struct pd_backend_ops or the structs below change; a backend built for
- * another version is refused (-EPROTO). */
-#define PD_BACKEND_ABI 2
+/* Bumped when struct pd_backend_ops or the structs below change incompatibly; a backend
+ * built for another version is refused (-EPROTO). A new optional op needs no new number:
+ * it goes at the end of struct pd_backend_ops, and a backend whose `size` ends before it is
+ * read as not having it. */
+#define PD_BACKEND_ABI 3
 
 /* regs_get's answer for "use the BAR's mapping" */
 #define PD_BACKEND_REGS_MAPPED 1
@@ -72,6 +74,7 @@ struct pd_backend_umem {
  */
 struct pd_backend_ops {
 	uint32_t abi;        /* PD_BACKEND_ABI */
+	uint32_t size;       /* sizeof(struct pd_backend_ops) as the backend was built */
 	const char *prefix;  /* "emu": lower-case letters and digits, starting with a letter */
 	/* name is the whole device name ("emu:link=gen3x8"); -EINVAL for bad options (say why
 	 * through pd_backend_set_error), -ENODEV when there is no such device */
@@ -102,8 +105,9 @@ struct pd_backend_ops {
 /*
  * Makes `ops` serve its prefix in this process. ops must stay valid for the life of the
  * process. Returns 0 (also when these very ops are registered already), -EINVAL for a bad
- * prefix or a missing op, -EPROTO for another ABI version, -EEXIST when other ops serve the
- * prefix, -ENOSPC beyond 16 backends. (Every op but the optional ones must be set.) Thread-safe.
+ * prefix, a missing op or a `size` that ends before the last op every backend must have,
+ * -EPROTO for another ABI version, -EEXIST when other ops serve the prefix, -ENOSPC beyond 16
+ * backends. (Every op but the optional ones must be set.) Thread-safe.
  */
 int pd_backend_register(const struct pd_backend_ops *ops);
 
