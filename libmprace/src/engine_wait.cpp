@@ -15,7 +15,7 @@ namespace detail {
 namespace {
 
 // Waiting for a completion record: spin briefly (a 4 KiB transfer takes about a microsecond),
-// then yield for up to 200 us of waiting (a sleep and its wake-up cost 15-40 us more than
+// then yield for up to 400 us of waiting (a sleep and its wake-up cost 15-40 us more than
 // asked on a busy or virtual machine), then sleep a thirty-second of the time waited so far
 // (6 us .. 1 ms), so that a long wait costs no CPU and is seen done within a few per cent of
 // its length.
@@ -56,7 +56,7 @@ public:
 	void reset() { n_ = 0; }
 
 private:
-	static constexpr auto kYieldFor = std::chrono::microseconds(200);
+	static constexpr auto kYieldFor = std::chrono::microseconds(400);
 	unsigned int n_ = 0;
 	Clock::time_point t0_;
 	unsigned long old_slack_ = 0;

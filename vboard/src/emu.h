@@ -110,7 +110,7 @@ struct emu_config {
 	uint64_t iova_base;
 	uint64_t seed;
 	uint64_t fifo;       /* loopback FIFO bytes (power of two) */
-	uint64_t spin_ns;    /* idle spin of an engine thread before it sleeps */
+	int64_t spin_ns;     /* idle spin of an engine thread before it sleeps; -1: auto */
 	enum emu_sg_mode sg;
 	uint64_t maxseg;     /* longest SG entry (0: no limit) */
 	int workers;         /* copy threads; -1 = auto */
@@ -375,6 +375,7 @@ struct emu_dev {
 	struct emu_config cfg;
 	struct emu_link link;
 	uint64_t t0_ns;
+	uint64_t idle_spin_ns;        /* cfg.spin_ns, auto resolved for this host */
 	uint64_t chunk;               /* bytes per paced piece (power of two) */
 	uint64_t split_min;           /* a piece is split into parts of at least this size */
 	uint64_t win_bytes;           /* data in a channel's read-ahead window (soft limit) */
