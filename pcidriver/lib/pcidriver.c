@@ -555,3 +555,92 @@ const char *pd_strerror(int err)
 		return s ? s : "unknown error (not a negative errno)";
 	}
 }
+
+/* ---- sizes ---- */
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* The power of two of a unit suffix (see pd_parse_size): 0, 10, 20, 30 or 40; -1 if the text
+ * is not one. */
+static int unit_shift(const char *u)
+{
+	static const char units[] = "kmgt";
+	char lower[4] = "";
+	const char *k;
+	size_t n = strlen(u), i;
+
+	if (n > 3)
+		return -1;
+	for (i = 0; i < n; i++)
+		lower[i] = (char)(u[i] >= 'A' && u[i] <= 'Z' ? u[i] - 'A' + 'a' : u[i]);
+	lower[n] = '\0';
+	if (!strcmp(lower, "") || !strcmp(lower, "b"))
+		return 0;
+	k = strchr(units, lower[0]);
+	if (!k || !*k || (n == 2 && lower[1] != 'b') || (n == 3 && strcmp(lower + 1, "ib")))
+		return -1;
+	return 10 * (int)(k - units + 1);
+}
+
+/*
+ * Plain 64-bit arithmetic (the library is built for 32-bit processes too). A fraction of n
+ * digits f / 10^n scaled by 2^e is whole exactly when f is a multiple of 5^n and the quotient
+ * q (< 2^n) a multiple of 2^(n - e); its value is then q * 2^(e - n) < 2^e.
+ */
+int pd_parse_size(const char *text, uint64_t *out)
+{
+	uint64_t whole = 0, frac = 0, pow5 = 1, q, part;
+	const char *p = text;
+	int d, e, n = 0, digits = 0;
+
+	if (!text || !out)
+		return -EINVAL;
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X') && hexval(p[2]) >= 0) {
+		for (p += 2; (d = hexval(*p)) >= 0; p++) {
+			if (whole > (UINT64_MAX - (uint64_t)d) / 16)
+				return -EINVAL;
+			whole = whole * 16 + (uint64_t)d;
+		}
+	} else {
+		for (; *p >= '0' && *p <= '9'; p++, digits++) {
+			d = *p - '0';
+			if (whole > (UINT64_MAX - (uint64_t)d) / 10)
+				return -EINVAL;
+			whole = whole * 10 + (uint64_t)d;
+		}
+		if (*p == '.') {
+			for (p++; *p >= '0' && *p <= '9'; p++, digits++, n++) {
+				if (n == 19)
+					return -EINVAL;	/* more fraction digits than bytes can need */
+				frac = frac * 10 + (uint64_t)(*p - '0');
+				pow5 *= 5;
+			}
+		}
+		if (!digits)
+			return -EINVAL;
+	}
+	e = unit_shift(p);
+	if (e < 0 || frac % pow5)
+		return -EINVAL;
+	q = frac / pow5;
+	if (e >= n) {
+		part = q << (e - n);
+	} else {
+		if (q & ((1ULL << (n - e)) - 1))
+			return -EINVAL;		/* not a whole number of bytes */
+		part = q >> (n - e);
+	}
+	if (whole > (UINT64_MAX >> e) || (whole << e) > UINT64_MAX - part)
+		return -EINVAL;
+	*out = (whole << e) + part;
+	return 0;
+}

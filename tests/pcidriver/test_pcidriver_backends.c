@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
+#include "size_cases.h"
 #include "pcidriver/backend.h"
 
 #define has(hay, needle) (strstr((hay), (needle)) != NULL)
@@ -435,6 +436,31 @@ START_TEST(test_plugin_path_too_long)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ sizes */
+
+/* The one size grammar of every backend and tool (tests/common/size_cases.h; test_tools.cpp
+ * checks the tools against the same table). */
+START_TEST(test_parse_size)
+{
+	uint64_t v;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < SIZE_CASES_COUNT; i++) {
+		v = 0xdeadbeef;
+		rc = pd_parse_size(size_cases[i].text, &v);
+		if (size_cases[i].ok)
+			ck_assert_msg(rc == 0 && v == size_cases[i].bytes, "'%s': %d, %llu",
+				      size_cases[i].text, rc, (unsigned long long)v);
+		else
+			ck_assert_msg(rc == -EINVAL && v == 0xdeadbeef, "'%s' accepted: %llu",
+				      size_cases[i].text, (unsigned long long)v);
+	}
+	ck_assert_int_eq(pd_parse_size(NULL, &v), -EINVAL);
+	ck_assert_int_eq(pd_parse_size("4K", NULL), -EINVAL);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ pd_strerror */
 
 static void *strerror_thread(void *arg)
@@ -485,6 +511,7 @@ Suite *test_suite(void)
 	tcase_add_test(tc, test_plugin_lookup);
 	tcase_add_test(tc, test_plugin_missing);
 	tcase_add_test(tc, test_plugin_path_too_long);
+	tcase_add_test(tc, test_parse_size);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("strerror");
 	tcase_add_test(tc, test_strerror_constant);

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "pcidriver/pcidriver.h"
+
 namespace tools {
 
 std::string to_lower(std::string s)
@@ -92,55 +94,13 @@ double parse_double(const std::string &text, const char *what)
 
 std::uint64_t parse_size(const std::string &text)
 {
-	const std::string bad = "invalid size '" + text + "' (examples: 4096, 0x1000, 4K, 16MiB, 1G)";
-	if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.'))
-		throw std::invalid_argument(bad);
-	std::size_t i = 0;
-	std::uint64_t mult = 1;
-	std::string num, suffix;
-	if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-		i = 2;
-		while (i < text.size() && std::isxdigit(static_cast<unsigned char>(text[i])))
-			++i;
-	} else {
-		while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
-			++i;
-	}
-	num = text.substr(0, i);
-	suffix = to_lower(text.substr(i));
-	if (suffix == "" || suffix == "b")
-		mult = 1;
-	else if (suffix == "k" || suffix == "kb" || suffix == "kib")
-		mult = 1ull << 10;
-	else if (suffix == "m" || suffix == "mb" || suffix == "mib")
-		mult = 1ull << 20;
-	else if (suffix == "g" || suffix == "gb" || suffix == "gib")
-		mult = 1ull << 30;
-	else if (suffix == "t" || suffix == "tb" || suffix == "tib")
-		mult = 1ull << 40;
-	else
-		throw std::invalid_argument(bad);
-	if (num.find('.') != std::string::npos) {
-		double v;
-		try {
-			v = parse_double(num, "size");
-		} catch (const std::invalid_argument &) {
-			throw std::invalid_argument(bad);
-		}
-		double bytes = v * static_cast<double>(mult);
-		if (bytes != std::floor(bytes) || bytes > 1.8e19)
-			throw std::invalid_argument("size '" + text + "' is not a whole number of bytes");
-		return static_cast<std::uint64_t>(bytes);
-	}
+	// one grammar for every tool and backend: libpcidriver's (pcidriver.h)
 	std::uint64_t v;
-	try {
-		v = parse_u64(num, "size");
-	} catch (const std::invalid_argument &) {
-		throw std::invalid_argument(bad);
-	}
-	if (v != 0 && mult > UINT64_MAX / v)
-		throw std::invalid_argument("size '" + text + "' is too large");
-	return v * mult;
+	if (text.find('\0') == std::string::npos && pd_parse_size(text.c_str(), &v) == 0)
+		return v;
+	throw std::invalid_argument("invalid size '" + text +
+				    "': a whole number of bytes such as 4096, 0x1000, 4K, 1.5M, "
+				    "16MiB or 1G");
 }
 
 static const struct {

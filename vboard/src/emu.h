@@ -127,8 +127,8 @@ struct emu_config {
 
 /* Parses "emu" / "emu:opts"; on error prints the reason on stderr and returns -EINVAL. */
 int emu_parse_options(const char *name, struct emu_config *cfg);
-/* A byte count with an optional binary suffix K, M, G or T (1024-based), as every backend's
- * options take it: 0 or -EINVAL (trailing text, a sign, overflow). */
+/* A byte count in the one grammar of every backend and tool (pd_parse_size: 4K, 1.5M,
+ * 16MiB, 0x1000): 0 or -EINVAL. */
 int emu_parse_size(const char *s, uint64_t *out);
 /* The options table of docs/virtual-board.md, from the table the parser uses. */
 void emu_options_markdown(FILE *f);

@@ -49,33 +49,10 @@ static int parse_u64(const char *s, uint64_t *out)
 	return (errno || *end) ? -EINVAL : 0;
 }
 
-/* A byte count with an optional binary suffix K, M, G or T (emu.h). */
+/* A byte count (emu.h): libpcidriver's one grammar for every backend and tool. */
 int emu_parse_size(const char *s, uint64_t *out)
 {
-	char *end;
-	uint64_t v, mul = 1;
-
-	if (!*s || *s == '-' || *s == '+')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -EINVAL;
-	if (*end) {
-		switch (*end) {
-		case 'k': case 'K': mul = 1ull << 10; break;
-		case 'm': case 'M': mul = 1ull << 20; break;
-		case 'g': case 'G': mul = 1ull << 30; break;
-		case 't': case 'T': mul = 1ull << 40; break;
-		default: return -EINVAL;
-		}
-		if (end[1])
-			return -EINVAL;
-	}
-	if (v > UINT64_MAX / mul)
-		return -EINVAL;
-	*out = v * mul;
-	return 0;
+	return pd_parse_size(s, out);
 }
 
 /* A time with an optional unit ns, us, ms or s (default ns); returns nanoseconds. */

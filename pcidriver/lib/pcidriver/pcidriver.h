@@ -221,6 +221,14 @@ int pd_irq_clear(pd_device *dev, unsigned int source);
  * thread-safe. */
 const char *pd_strerror(int err);
 
+/* A byte count written as every backend's options and every tool take it: decimal digits,
+ * `0x` and hexadecimal digits, or a decimal fraction ("1.5"), then optionally a binary unit
+ * K, M, G or T (1024-based, any case), which may be followed by "B" or "iB" (KiB, MB and K
+ * are the same), or "B" alone. The result is a whole number of bytes below 2^64 ("1.5K" is
+ * 1536; "0.3K" is not whole). Nothing else is accepted: no sign, no spaces, no trailing
+ * text. 0, or -EINVAL with *out unchanged. Thread-safe. */
+int pd_parse_size(const char *text, uint64_t *out);
+
 #ifdef __cplusplus
 }
 #endif
