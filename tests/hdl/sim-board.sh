@@ -52,17 +52,29 @@ check "mprace info identifies the RTL engine through the PCIe model" info
 alive() {   # alive PID: the process exists and is not a zombie
 	[ -r "/proc/$1/stat" ] && ! sed 's/^.*) //' "/proc/$1/stat" | grep -q '^Z'
 }
+# simulator_of PID: the simulator (ghdl) child of application PID, waiting up to 120 s for it
+# to start (its first start builds the RTL); nothing when none came
+simulator_of() {
+	for _ in $(seq 600); do
+		for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+			grep -q ghdl "/proc/$c/cmdline" 2>/dev/null && { echo "$c"; return 0; }
+		done
+		sleep 0.2
+	done
+}
+
+# wait_answered FILE: until the application's first register read has answered (the board is up)
+wait_answered() {
+	for _ in $(seq 600); do
+		grep -q "^SCRATCH" "$1" && return 0
+		sleep 0.2
+	done
+}
+
 no_orphan() {
 	"$mprace" -d sim: dma read 64M -o /dev/null >/dev/null 2>&1 &
 	app=$!
-	sim=
-	for _ in $(seq 600); do   # until the simulator runs (its first start builds the RTL)
-		for c in $(cat /proc/$app/task/*/children 2>/dev/null); do
-			grep -q ghdl "/proc/$c/cmdline" 2>/dev/null && sim=$c
-		done
-		[ -n "$sim" ] && break
-		sleep 0.2
-	done
+	sim=$(simulator_of "$app")
 	[ -n "$sim" ] || { echo "# no simulator process seen"; kill -9 "$app"; return 1; }
 	sleep 2
 	kill -9 "$app"
@@ -97,21 +109,9 @@ sim_dies() {
 	{ echo "reg read SCRATCH"; sleep 4; echo "reg read SCRATCH"; echo "irq wait 0 --timeout 60000"; } |
 		"$mprace" -d sim: run - >"$tmp/out" 2>&1 &
 	app=$!
-	sim=
-	for _ in $(seq 600); do
-		for p in $(pgrep -f "mprace -d sim: run -"); do
-			for c in $(cat /proc/$p/task/*/children 2>/dev/null); do
-				grep -q ghdl "/proc/$c/cmdline" 2>/dev/null && sim=$c
-			done
-		done
-		[ -n "$sim" ] && break
-		sleep 0.2
-	done
+	sim=$(simulator_of "$app")
 	[ -n "$sim" ] || { echo "# no simulator process seen"; return 1; }
-	for _ in $(seq 600); do   # until the board is up: the first read has answered
-		grep -q "^SCRATCH" "$tmp/out" && break
-		sleep 0.2
-	done
+	wait_answered "$tmp/out"
 	kill -9 "$sim"
 	wait "$app"
 	rc=$?
@@ -126,19 +126,9 @@ sim_dies_dma() {
 	{ echo "reg read SCRATCH"; sleep 4; echo "dma read 4K -o /dev/null"; } |
 		"$mprace" -d sim: run - >"$tmp/out" 2>&1 &
 	app=$!
-	sim=
-	for _ in $(seq 600); do
-		for c in $(cat /proc/$app/task/*/children 2>/dev/null); do
-			grep -q ghdl "/proc/$c/cmdline" 2>/dev/null && sim=$c
-		done
-		[ -n "$sim" ] && break
-		sleep 0.2
-	done
+	sim=$(simulator_of "$app")
 	[ -n "$sim" ] || { echo "# no simulator process seen"; return 1; }
-	for _ in $(seq 600); do
-		grep -q "^SCRATCH" "$tmp/out" && break
-		sleep 0.2
-	done
+	wait_answered "$tmp/out"
 	kill -9 "$sim"
 	t0=$(date +%s)
 	wait "$app"

@@ -386,7 +386,8 @@ static const struct bad_name sim_bad_names[] = {
 	{ "sim:mps=256,,msi=1", "empty option" },
 	{ "sim:mps=256,", "empty option" },
 	{ "sim:maxseg=1Gx", "maxseg=1Gx" },
-	{ "sim:kmax=4Kib", "kmax=4Kib" },
+	{ "sim:kmax=4Kx", "kmax=4Kx" },
+	{ "sim:mps=-256", "mps=-256" },
 };
 
 START_TEST(test_sim_options_bad)

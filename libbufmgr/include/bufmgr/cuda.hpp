@@ -102,7 +102,8 @@ inline std::string unavailable_reason()
 	(void)cudaGetLastError();
 	if ((e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) &&
 	    access("/proc/driver/nvidia/version", F_OK) != 0)
-		return "no NVIDIA driver on this machine (/proc/driver/nvidia is absent)";
+		return "no NVIDIA driver on this machine (/proc/driver/nvidia is absent): no CUDA GPU "
+		       "can be used";
 	return std::string("no usable CUDA GPU (") + cudaGetErrorString(e) + ")";
 }
 
