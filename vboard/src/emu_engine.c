@@ -1381,14 +1381,11 @@ static void *chan_main(void *arg)
  * poller are more spinning threads than CPUs, and they run each other off the CPU (curves
  * dipped by half between neighbouring sizes on 2 CPUs); the engine thread alone keeps a
  * Gen3 x8 link's rate. */
-static unsigned int auto_workers(const struct emu_dev *d)
+static unsigned int auto_workers(const struct emu_dev *d, long ncpu)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	double rate = 0, r;
 	unsigned int ch, per;
 
-	if (ncpu < 1)
-		ncpu = 1;
 	if (ncpu < EMU_SMALL_HOST_CPUS)
 		return 0;
 	for (ch = 0; ch < MP_CH_COUNT; ch++) {
@@ -1413,22 +1410,23 @@ static unsigned int auto_workers(const struct emu_dev *d)
  * sleeping thread to wake (tens of microseconds on a busy machine; throughput fell from
  * 5.2 to 2.0 GB/s between 64 KiB and 128 KiB). A spinning idle thread costs no more there
  * than the copy workers the model no longer starts. */
-static uint64_t idle_spin(const struct emu_dev *d)
+static uint64_t idle_spin(const struct emu_dev *d, long ncpu)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
 	if (d->cfg.spin_ns >= 0)
 		return (uint64_t)d->cfg.spin_ns;
-	return ncpu > 0 && ncpu < EMU_SMALL_HOST_CPUS ? 200000 : 20000;
+	return ncpu < EMU_SMALL_HOST_CPUS ? 200000 : 20000;
 }
 
 int emu_engine_start(struct emu_dev *d)
 {
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned int i;
 	int ret;
 
-	d->idle_spin_ns = idle_spin(d);
-	d->pool.nthreads = d->cfg.workers < 0 ? auto_workers(d) : (unsigned int)d->cfg.workers;
+	if (ncpu < 1)
+		ncpu = 1;
+	d->idle_spin_ns = idle_spin(d, ncpu);
+	d->pool.nthreads = d->cfg.workers < 0 ? auto_workers(d, ncpu) : (unsigned int)d->cfg.workers;
 	ret = emu_pool_start(d);
 	for (i = 0; i < MP_CH_COUNT && !ret; i++) {
 		d->ch[i].win = aligned_alloc(EMU_CACHELINE, sizeof(struct emu_win));
