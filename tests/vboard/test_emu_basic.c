@@ -64,6 +64,9 @@ START_TEST(test_datapath_per_link)
 		{ "emu:link=gen3x8", 32 }, { "emu:link=gen2x16", 32 }, { "emu:link=gen4x4", 32 },
 		{ "emu:link=ideal", 32 }, { "emu:bw=20000", 32 }, { "emu:link=gen3x16", 64 },
 		{ "emu:link=gen4x8", 64 }, { "emu:link=gen4x16", 64 },
+		/* width= chooses it as on sim: */
+		{ "emu:width=512", 64 }, { "emu:link=gen3x8,width=256", 32 },
+		{ "emu:link=gen4x16,width=512", 64 }, { "emu:link=ideal,width=512", 64 },
 	};
 	struct eb b;
 	unsigned int i;
@@ -341,6 +344,9 @@ static const struct bad_name bad_names[] = {
 	{ "emu:link=gen3x8x", "link=gen3x8x" },
 	{ "emu:link=fast", "link=fast" },
 	{ "emu:frobnicate=1", "frobnicate" },
+	{ "emu:poll=200", "unknown option 'poll'" },        /* a sim: row */
+	{ "emu:width=128", "width=128" },
+	{ "emu:link=gen3x16,width=256", "256-bit engine" },
 	{ "emu:link", "link" },
 	{ "emu:mem=3M", "mem=3M" },
 	{ "emu:mem=12Q", "mem=12Q" },
@@ -388,7 +394,44 @@ static const struct bad_name sim_bad_names[] = {
 	{ "sim:maxseg=1Gx", "maxseg=1Gx" },
 	{ "sim:kmax=4Kx", "kmax=4Kx" },
 	{ "sim:mps=-256", "mps=-256" },
+	/* the one table: a row of the other backend is unknown here, the sim: rows keep their
+	 * own ranges, and the host's rows their own rules */
+	{ "sim:link=gen3x8", "unknown option 'link'" },
+	{ "sim:mps=2048", "mps=2048" },
+	{ "sim:width=384", "width=384" },
+	{ "sim:iova=0x1000", "4 GiB" },
+	{ "sim:maxseg=6K", "maxseg=6K" },
+	{ "sim:sg=pagez", "sg=pagez" },
+	{ "sim:wave=", "missing value" },
 };
+
+/* Options sim: takes in the same grammar as emu: are parsed before any simulator starts: with
+ * no simulator to be found, a good name gets ENODEV (not EINVAL) and the reason says so. */
+START_TEST(test_sim_options_good)
+{
+	static const char *const names[] = {
+		"sim:maxseg=1G,sg=pages", "sim:kmax=4M,seed=7,iova=0x200000000", "sim:width=512",
+		"sim:mrrs=4K,mps=1K,msi=2", "sim:split=1,reorder=1,pause=30,poll=1000",
+		"sim:wave=/tmp/x.ghw,sg=merged,maxseg=64K",
+	};
+	const char *old = getenv("MPRACE_SIM_PYTHON");
+	char *saved = old ? strdup(old) : NULL;
+	size_t i;
+	int rc;
+
+	setenv("MPRACE_SIM_PYTHON", "/nonexistent/python", 1);
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		capture_stderr(open_close, (void *)names[i], &rc);
+		ck_assert_msg(rc == -ENODEV && strstr(pd_open_error(), "no simulator environment"),
+			      "%s: %d (%s)", names[i], rc, pd_open_error());
+	}
+	if (saved)
+		setenv("MPRACE_SIM_PYTHON", saved, 1);
+	else
+		unsetenv("MPRACE_SIM_PYTHON");
+	free(saved);
+}
+END_TEST
 
 START_TEST(test_sim_options_bad)
 {
@@ -635,6 +678,7 @@ Suite *test_suite(void)
 	tcase_add_test(tc, test_options_good);
 	tcase_add_test(tc, test_options_bad);
 	tcase_add_test(tc, test_sim_options_bad);
+	tcase_add_test(tc, test_sim_options_good);
 	tcase_add_test(tc, test_kmem_bus_addresses);
 	tcase_add_test(tc, test_umem_layouts);
 	tcase_add_test(tc, test_umem_maxseg);

@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Prints the virtual board's options table (markdown) from the table its parser uses. */
+/* Prints the options table (markdown) of "emu" or "sim" from the one table the parser uses. */
 #include <stdio.h>
+#include <string.h>
 
-#include "emu.h"
+#include "options.h"
 
-int main(void)
+int main(int argc, char **argv)
 {
-	emu_options_markdown(stdout);
+	if (argc != 2 || (strcmp(argv[1], "emu") && strcmp(argv[1], "sim"))) {
+		fprintf(stderr, "usage: %s emu|sim\n", argv[0]);
+		return 2;
+	}
+	vb_options_markdown(strcmp(argv[1], "emu") ? VB_SIM : VB_EMU, stdout);
 	return 0;
 }

@@ -4,12 +4,10 @@
  * libpcidriver backend seam (pcidriver/backend.h). Internal header, not installed.
  *
  * Pieces (one file each):
- *   emu_options.c  parsing "emu:key=value,..." into struct emu_config
  *   emu_link.c     the link timing model (presets, TLP cost, pacing waits) and clocks
- *   emu_iommu.c    the IOVA allocator and the IOMMU-like table the engine translates through
  *   emu_cfg.c      PCI config space (IDs, BARs, MSI and PCIe capabilities) and its write rules
  *   emu_regs.c     BAR0: register reads/writes with their side effects
- *   emu_irq.c      IRQ_STATUS/IRQ_ENABLE, MSI vectors and the event counters pd_irq_wait uses
+ *   emu_irq.c      IRQ_STATUS/IRQ_ENABLE and the MSI messages they send to the host
  *   emu_chan.c     the register side of the channels and the test logic (CONTROL, TAIL,
  *                  RING_*, TEST_CONTROL, seeds, global reset): the writers' state transitions
  *   emu_engine.c   the channel threads (descriptor ring, read-ahead window, completion
@@ -17,10 +15,13 @@
  *                  checker, loopback FIFO) and the user-stream model
  *   emu_pool.c     the copy pool: fill/check/copy kernels and the worker threads that run
  *                  the engine's data jobs ("segments") from one queue per channel
- *   emu_mem.c      kmem and umem: host memory published in the IOMMU model (also sim:)
- *   emu_backend.c  emu_backend_ops, the backend: open/close, BARs, IRQ wait
- *   sim_backend.c  sim_backend_ops: the RTL under a simulator (hdl/cosim), with the IOMMU
- *                  model, emu_mem.c and the MSI counters of this model ("sim:", docs/cosim.md)
+ *   emu_backend.c  emu_backend_ops, the backend: open/close, BARs, config space, registers
+ * and, shared with the other backends of this library:
+ *   host.h         the host object every non-kernel backend embeds: the IOMMU model,
+ *                  kmem/umem, MSI event counters (host.c, host_iommu.c, host_mem.c)
+ *   options.h      the one options table of "emu:" and "sim:" (options.c)
+ *   sim_backend.c  sim_backend_ops: the RTL under a simulator (hdl/cosim, docs/cosim.md);
+ *                  it embeds the host object and includes nothing of the model
  *   register.c     mp_vboard_register() (link-time registration, mprace/vboard.h)
  *   plugin.c       the plugin entry libpcidriver loads for "emu:" (shared builds)
  *   sim_plugin.c   ... and for "sim:"
@@ -34,20 +35,21 @@
  * condition variable releases):
  *   emu_chan.lock        channel state transitions (STATE, RUN, requests, ERROR_CODE, reset);
  *                        C2H's before H2C's where both are needed (TEST_CONTROL writes)
- *   emu_iommu.lock       the IOVA allocator; serialises map/unmap
- *   emu_iommu.reader[i]  held by channel thread i while it translates bus addresses and
+ *   vb_iommu.lock        the IOVA allocator; serialises map/unmap (host.h)
+ *   vb_iommu.reader[i]   held by channel thread i while it translates bus addresses and
  *                        while any data it dispatched to the pool is still being copied
  *                        (the workers take no IOMMU lock: they run under the engine's); it
  *                        is dropped, after those copies have finished, before every sleeping
  *                        wait, before a channel lock is taken, when idle and as soon as a
- *                        map/unmap waits for it (emu_iommu.writers). map/unmap hold all of
+ *                        map/unmap waits for it (vb_iommu.writers). map/unmap hold all of
  *                        them while they change the table. Nobody takes a channel lock while
  *                        holding a reader lock.
  *   emu_test.lock        user-stream model and checker seed/counters (the pattern
  *                        generator's seed is read lock-free)
  *   emu_pool.lock        sleeping and waking of workers and of engines waiting for them
- *   emu_irq.lock         IRQ_STATUS, IRQ_ENABLE, the per-vector event counters
- *   emu_dev.lock         the list of live kmem host ranges (umem overlap check), IDs
+ *   emu_irq.lock         IRQ_STATUS, IRQ_ENABLE, the MSI messages sent
+ *   vb_events.lock       the host's per-vector event counters (host.h)
+ *   vb_host.lock         the list of live kmem host ranges (umem overlap check), IDs
  *   emu_dev.cfg_lock     config space bytes
  * Register reads are lock-free atomics. The doorbell (TAIL write) is a store plus, only when
  * the engine thread sleeps, a mutex-protected signal.
@@ -64,74 +66,17 @@
 
 #include "pcidriver/backend.h"
 #include "mprace/engine_spec.h"
+#include "host.h"
+#include "options.h"
 
-#define EMU_MAX_VECTORS 4u
-#define EMU_READERS MP_CH_COUNT         /* translating threads: one per channel */
-#define EMU_PAGE 4096u
+#define EMU_MAX_VECTORS VB_MAX_VECTORS
+#define EMU_PAGE VB_PAGE
 #define EMU_CFG_SIZE 4096u
 #define EMU_MEM_BAR 2u                   /* the on-board memory BAR */
-#define EMU_CACHELINE 64
+#define EMU_CACHELINE VB_CACHELINE
 
-/* The backend (emu_backend.c), registered by register.c or handed out by plugin.c. */
-extern const struct pd_backend_ops emu_backend_ops;
-/* The simulated RTL (sim_backend.c), registered and loaded the same ways. */
-extern const struct pd_backend_ops sim_backend_ops;
+_Static_assert(MP_CH_COUNT <= VB_IOMMU_READERS, "one IOMMU reader lock per channel thread");
 
-/* ------------------------------------------------------------------ options */
-
-enum emu_sg_mode { EMU_SG_RANDOM = 0, EMU_SG_MERGED, EMU_SG_PAGES };
-enum emu_user_mode { EMU_USER_NONE = 0, EMU_USER_STREAM, EMU_USER_PACKETS };
-enum emu_cfgwr { EMU_CFGWR_AUTO = 0, EMU_CFGWR_ALLOW, EMU_CFGWR_DENY };
-enum emu_fault_mode { EMU_FAULT_NONE = 0, EMU_FAULT_ALWAYS, EMU_FAULT_ONCE };
-
-struct emu_fault {
-	enum emu_fault_mode mode;
-	uint64_t n;          /* EMU_FAULT_ONCE: the channel's descriptor sequence number */
-};
-
-struct emu_config {
-	char link[16];       /* "gen3x8", "ideal" or "custom" */
-	unsigned int gen, lanes;         /* 0 for ideal/custom */
-	bool ideal;
-	double lane_Bps;     /* presets: bytes/s per lane after line encoding */
-	double raw_Bps;      /* presets: lanes * lane_Bps */
-	double bw_Bps;       /* custom (bw=): payload bytes/s; 0 otherwise */
-	unsigned int ovh[MP_CH_COUNT];   /* TLP overhead bytes per direction (presets) */
-	unsigned int datapath;           /* engine datapath in bytes (CAPS.DATAPATH_BYTES) */
-	double lat_ns;       /* per-descriptor latency */
-	double tlp_ns;       /* extra time per TLP */
-	double pio_rd_ns;    /* CPU cost of one 32-bit BAR2 read through the accessors */
-	double pio_wr_ns;    /* ... and of one write (posted) */
-	uint32_t mps, mrrs;  /* bytes */
-	uint32_t msi;        /* MSI vectors granted: 1, 2 or 4 */
-	uint32_t clock_mhz;
-	uint64_t mem;        /* BAR2 size, 0 = absent */
-	uint64_t kmem_max;
-	uint64_t iova_base;
-	uint64_t seed;
-	uint64_t fifo;       /* loopback FIFO bytes (power of two) */
-	int64_t spin_ns;     /* idle spin of an engine thread before it sleeps; -1: auto */
-	enum emu_sg_mode sg;
-	uint64_t maxseg;     /* longest SG entry (0: no limit) */
-	int workers;         /* copy threads; -1 = auto */
-	unsigned int window; /* pieces in flight per channel (1: no read-ahead) */
-	uint64_t nt_min;     /* mappings at least this large are filled bypassing the cache */
-	struct emu_fault stall[MP_CH_COUNT];
-	struct emu_fault buserr[MP_CH_COUNT];
-	struct emu_fault linkdown[MP_CH_COUNT];
-	int64_t dropirq;     /* index of the MSI message to drop, -1 = none */
-	enum emu_user_mode user;
-	uint64_t user_pkt;   /* EMU_USER_PACKETS: packet length in bytes */
-	enum emu_cfgwr cfgwr;
-};
-
-/* Parses "emu" / "emu:opts"; on error prints the reason on stderr and returns -EINVAL. */
-int emu_parse_options(const char *name, struct emu_config *cfg);
-/* A byte count in the one grammar of every backend and tool (pd_parse_size: 4K, 1.5M,
- * 16MiB, 0x1000): 0 or -EINVAL. */
-int emu_parse_size(const char *s, uint64_t *out);
-/* The options table of docs/virtual-board.md, from the table the parser uses. */
-void emu_options_markdown(FILE *f);
 
 /* ------------------------------------------------------------------ time and link model */
 
@@ -160,65 +105,6 @@ double emu_link_cost_ns(const struct emu_link *link, unsigned int ch, uint32_t m
 			uint64_t addr, uint64_t from, uint64_t to);
 /* Effective payload rate in bytes/s of large aligned transfers (for docs, info and tests). */
 double emu_link_rate(const struct emu_link *link, unsigned int ch, uint32_t mps);
-
-/* ------------------------------------------------------------------ IOMMU */
-
-#define EMU_ACC_READ  1u   /* the device may read (H2C data, descriptor fetch) */
-#define EMU_ACC_WRITE 2u   /* the device may write (C2H data, completion record) */
-
-struct emu_run {
-	uint64_t iova;     /* bus address of the first byte */
-	uint64_t len;      /* bytes */
-	uint8_t *host;     /* where those bytes live in this process */
-};
-
-struct emu_map {
-	uint64_t win_start, win_len;  /* IOVA window (page multiple), runs lie inside */
-	unsigned int access;          /* EMU_ACC_* */
-	size_t nruns;
-	struct emu_run *runs;         /* sorted by iova; relative to 0 until emu_iommu_add */
-	uint32_t *page_run;           /* emu_iommu's: page of the window -> run index + 1 (0:
-				       * unmapped), for scattered mappings (many runs) */
-};
-
-struct emu_padded_mutex {
-	_Alignas(EMU_CACHELINE) pthread_mutex_t m;   /* one cache line each: no false sharing */
-};
-
-struct emu_iommu {
-	pthread_mutex_t lock;         /* writers: the table and the allocator */
-	atomic_uint writers;          /* a writer waits for (or holds) the reader locks */
-	uint64_t gen;                 /* bumped by every table change (all reader locks held) */
-	struct emu_padded_mutex reader[EMU_READERS]; /* table changes hold all of these too */
-	size_t n, cap;                /* the table: mappings sorted by win_start */
-	struct emu_map **maps;
-	uint64_t base;                /* the first mapping starts here (iova=) */
-	uint64_t next;                /* next free IOVA (lock) */
-	uint64_t rng;                 /* guard-gap randomness (lock) */
-};
-
-int emu_iommu_init(struct emu_iommu *mmu, uint64_t base, uint64_t seed);
-void emu_iommu_destroy(struct emu_iommu *mmu);
-/* Places m's window (m->runs relative to 0) at fresh IOVAs behind a guard gap and publishes it. */
-int emu_iommu_add(struct emu_iommu *mmu, struct emu_map *m);
-/* Removes m; on return no engine thread touches its host memory any more. */
-void emu_iommu_remove(struct emu_iommu *mmu, struct emu_map *m);
-void emu_iommu_reader_lock(struct emu_iommu *mmu, unsigned int reader);
-void emu_iommu_reader_unlock(struct emu_iommu *mmu, unsigned int reader);
-/* With the reader lock held: the host address of bus address iova and how many of the `len`
- * bytes from there are mapped contiguously with `access` (0 = fault at iova). */
-uint64_t emu_iommu_xlat(struct emu_iommu *mmu, uint64_t iova, uint64_t len,
-			unsigned int access, uint8_t **host);
-
-/* With the reader lock held: the run of a live mapping with `access` that holds bus address
- * iova (false: a fault at iova). It stays valid while mmu->gen is unchanged. */
-struct emu_xrun {
-	uint64_t iova, len;           /* the run */
-	uint8_t *host;                /* its first byte in this process */
-	uint64_t map_len;             /* the size of its mapping's window */
-};
-bool emu_iommu_run(struct emu_iommu *mmu, uint64_t iova, unsigned int access,
-		   struct emu_xrun *out);
 
 /* ------------------------------------------------------------------ device state */
 
@@ -307,8 +193,6 @@ struct emu_test {
 struct emu_irq {
 	pthread_mutex_t lock;
 	atomic_uint status, enable;
-	uint32_t count[EMU_MAX_VECTORS];     /* events since the last wait/clear (lock) */
-	pthread_cond_t cond[EMU_MAX_VECTORS];
 	uint64_t msgs;                       /* MSI messages generated (lock) */
 	uint32_t vectors;                    /* granted */
 	int64_t drop;                        /* message index to drop, -1 none (lock) */
@@ -363,15 +247,11 @@ struct emu_pool {
 	_Alignas(EMU_CACHELINE) atomic_uint idle;      /* workers spinning for work */
 };
 
-struct emu_kmem_range {
-	struct emu_kmem_range *next;
-	uintptr_t start, end;
-};
-
 /* Below this many CPUs the model starts no copy workers (emu_engine.c, auto_workers). */
 #define EMU_SMALL_HOST_CPUS 4
 
 struct emu_dev {
+	struct vb_host host;          /* bus addresses, kmem/umem, MSI event counters (host.h) */
 	struct emu_config cfg;
 	struct emu_link link;
 	uint64_t t0_ns;
@@ -393,7 +273,6 @@ struct emu_dev {
 	struct emu_test test;
 	struct emu_irq irq;
 	struct emu_pool pool;
-	struct emu_iommu mmu;
 
 	/* on-board memory BAR */
 	void *mem;
@@ -402,12 +281,6 @@ struct emu_dev {
 	pthread_mutex_t cfg_lock;
 	uint8_t cfgspace[EMU_CFG_SIZE];
 	uint8_t cfg_wmask[EMU_CFG_SIZE];
-
-	/* kmem/umem bookkeeping */
-	pthread_mutex_t lock;
-	uint32_t next_kmem_id, next_umem_id;
-	uint64_t umem_count;          /* umem mappings made (layout randomness) */
-	struct emu_kmem_range *kmem_ranges;
 };
 
 /* emu_cfg.c */
@@ -442,13 +315,6 @@ static inline uint32_t emu_mps(const struct emu_dev *d)
 uint32_t emu_reg_read(void *ctx, uint64_t off);
 void emu_reg_write(void *ctx, uint64_t off, uint32_t val);
 
-/* emu_mem.c: the ops of the same names, for a device with cfg, mmu and lock set up */
-int emu_kmem_alloc(struct emu_dev *d, struct pd_backend_kmem *km);
-int emu_kmem_free(struct emu_dev *d, struct pd_backend_kmem *km);
-int emu_umem_map(struct emu_dev *d, struct pd_backend_umem *um);
-int emu_umem_unmap(struct emu_dev *d, struct pd_backend_umem *um);
-int emu_dmabuf_import(struct emu_dev *d, int fd, struct pd_backend_umem *um);
-
 /* emu_irq.c */
 void emu_irq_init(struct emu_irq *irq, uint32_t vectors, int64_t drop);
 void emu_irq_destroy(struct emu_irq *irq);
@@ -458,10 +324,6 @@ void emu_irq_raise(struct emu_dev *d, uint32_t bit);
  * MSI reads the new value. */
 void emu_irq_raise_status(struct emu_dev *d, uint32_t bit, atomic_uint *reg, uint32_t val);
 void emu_irq_reset(struct emu_dev *d);
-/* One MSI message on vector vec arrived: counts it and wakes its waiters (sim:). */
-void emu_irq_msi(struct emu_irq *irq, unsigned int vec);
-int emu_irq_wait(struct emu_dev *d, unsigned int vec, uint32_t timeout_ms);
-int emu_irq_clear(struct emu_dev *d, unsigned int vec);
 void emu_irq_write_status(struct emu_dev *d, uint32_t v);  /* IRQ_STATUS: write 1 to clear */
 void emu_irq_write_enable(struct emu_dev *d, uint32_t v);
 

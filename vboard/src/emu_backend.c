@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "backends.h"
 #include "emu.h"
 
 static struct emu_dev *dev_of(void *dev)
@@ -34,18 +35,18 @@ static void emu_free_dev(struct emu_dev *d)
 
 	if (d->mem)
 		munmap(d->mem, d->cfg.mem);
-	emu_iommu_destroy(&d->mmu);
+	vb_host_destroy(&d->host);
 	for (i = 0; i < MP_CH_COUNT; i++)
 		emu_chan_destroy(&d->ch[i]);
 	emu_test_destroy(&d->test);
 	emu_irq_destroy(&d->irq);
 	pthread_mutex_destroy(&d->cfg_lock);
-	pthread_mutex_destroy(&d->lock);
 	free(d);
 }
 
 static int emu_open(const char *name, void **dev)
 {
+	struct vb_options opts;
 	struct emu_dev *d;
 	size_t sz = (sizeof(*d) + EMU_CACHELINE - 1) & ~(size_t)(EMU_CACHELINE - 1);
 	double rate = 0, r;
@@ -56,11 +57,14 @@ static int emu_open(const char *name, void **dev)
 	if (!d)
 		return -ENOMEM;
 	memset(d, 0, sz);
-	ret = emu_parse_options(name, &d->cfg);
+	ret = vb_parse_options(VB_EMU, name, &opts);
+	if (!ret)
+		ret = vb_host_init(&d->host, &opts.host, opts.emu.msi);
 	if (ret) {
 		free(d);
 		return ret;
 	}
+	d->cfg = opts.emu;
 	emu_link_init(&d->link, &d->cfg);
 	d->t0_ns = emu_now_ns();
 	for (i = 0; i < MP_CH_COUNT; i++) {
@@ -82,15 +86,12 @@ static int emu_open(const char *name, void **dev)
 	 * 512 KiB (at most ~0.4 ms of link time, less at high rates) */
 	d->win_bytes = 2 * d->chunk > (512u << 10) ? 2 * d->chunk : 512u << 10;
 
-	pthread_mutex_init(&d->lock, NULL);
-	d->next_kmem_id = d->next_umem_id = 1;
 	atomic_init(&d->scratch, 0);
 	atomic_init(&d->cycle_hi, 0);
 	emu_cfg_init(d);
 	emu_irq_init(&d->irq, d->cfg.msi, d->cfg.dropirq);
 	for (i = 0; i < MP_CH_COUNT; i++)
 		emu_chan_init(d, i);
-	emu_iommu_init(&d->mmu, d->cfg.iova_base, d->cfg.seed);
 	ret = emu_test_init(&d->test, d->cfg.fifo);
 	if (ret)
 		goto err_free;
@@ -247,27 +248,27 @@ static int emu_cfg_write_op(void *dev, uint32_t off, const void *buf, size_t len
 
 static int emu_kmem_alloc_op(void *dev, struct pd_backend_kmem *km)
 {
-	return emu_kmem_alloc(dev_of(dev), km);
+	return vb_kmem_alloc(&dev_of(dev)->host, km);
 }
 
 static int emu_kmem_free_op(void *dev, struct pd_backend_kmem *km)
 {
-	return emu_kmem_free(dev_of(dev), km);
+	return vb_kmem_free(&dev_of(dev)->host, km);
 }
 
 static int emu_umem_map_op(void *dev, struct pd_backend_umem *um)
 {
-	return emu_umem_map(dev_of(dev), um);
+	return vb_umem_map(&dev_of(dev)->host, um);
 }
 
 static int emu_umem_unmap_op(void *dev, struct pd_backend_umem *um)
 {
-	return emu_umem_unmap(dev_of(dev), um);
+	return vb_umem_unmap(&dev_of(dev)->host, um);
 }
 
 static int emu_dmabuf_import_op(void *dev, int fd, struct pd_backend_umem *um)
 {
-	return emu_dmabuf_import(dev_of(dev), fd, um);
+	return vb_dmabuf_import(&dev_of(dev)->host, fd, um);
 }
 
 static int emu_umem_sync(void *dev, struct pd_backend_umem *um, enum pd_sync_dir dir)
@@ -277,12 +278,12 @@ static int emu_umem_sync(void *dev, struct pd_backend_umem *um, enum pd_sync_dir
 
 static int emu_irq_wait_op(void *dev, unsigned int source, uint32_t timeout_ms)
 {
-	return emu_irq_wait(dev_of(dev), source, timeout_ms);
+	return vb_irq_wait(&dev_of(dev)->host, source, timeout_ms);
 }
 
 static int emu_irq_clear_op(void *dev, unsigned int source)
 {
-	return emu_irq_clear(dev_of(dev), source);
+	return vb_irq_clear(&dev_of(dev)->host, source);
 }
 
 const struct pd_backend_ops emu_backend_ops = {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * The engine of the virtual board: one thread per channel walks the descriptor ring as
- * docs/dma-engine.md sections 4-7 describe, moving data through the IOMMU (emu_iommu.c) with
+ * docs/dma-engine.md sections 4-7 describe, moving data through the IOMMU (host_iommu.c) with
  * the copy pool (emu_pool.c), paced by the link model (emu_link.c), to and from the test logic
  * (pattern generator, checker, loopback FIFO) and the user-stream model.
  *
@@ -86,7 +86,7 @@ static inline unsigned int max_parts(const struct emu_dev *d)
 struct xcache {
 	bool valid;
 	uint64_t gen;
-	struct emu_xrun r;
+	struct vb_xrun r;
 };
 
 /* The C2H source position before a piece (restored for pieces that never complete). */
@@ -174,12 +174,12 @@ static void drain(struct emu_chan *ch);
  * descriptors that follow back to back, so that streaming costs no lock round trips; it is
  * dropped - after the copies in flight have finished - before every sleeping wait, before any
  * channel lock is taken (no thread takes a channel lock while holding a reader lock), when
- * idle and when a map/unmap waits for it (emu_iommu.writers).
+ * idle and when a map/unmap waits for it (vb_iommu.writers).
  */
 static void mmu_hold(struct emu_chan *ch)
 {
 	if (!ch->mmu_held) {
-		emu_iommu_reader_lock(&ch->dev->mmu, ch->idx);
+		vb_iommu_reader_lock(&ch->dev->host.mmu, ch->idx);
 		ch->mmu_held = true;
 	}
 }
@@ -189,7 +189,7 @@ static void mmu_drop(struct emu_chan *ch)
 	if (ch->mmu_held) {
 		drain(ch);
 		ch->mmu_held = false;
-		emu_iommu_reader_unlock(&ch->dev->mmu, ch->idx);
+		vb_iommu_reader_unlock(&ch->dev->host.mmu, ch->idx);
 	}
 }
 
@@ -198,12 +198,12 @@ static void mmu_drop(struct emu_chan *ch)
 static uint64_t xlat(struct emu_chan *ch, struct xcache *c, uint64_t iova, uint64_t len,
 		     unsigned int access, uint8_t **host, uint64_t *map_len)
 {
-	struct emu_iommu *mmu = &ch->dev->mmu;
+	struct vb_iommu *mmu = &ch->dev->host.mmu;
 	uint64_t off;
 
 	mmu_hold(ch);
 	if (!c->valid || c->gen != mmu->gen || iova - c->r.iova >= c->r.len) {
-		c->valid = emu_iommu_run(mmu, iova, access, &c->r);
+		c->valid = vb_iommu_run(mmu, iova, access, &c->r);
 		c->gen = mmu->gen;
 		if (!c->valid)
 			return 0;
@@ -356,7 +356,7 @@ static bool write_record(struct emu_chan *ch, uint64_t slot, uint32_t bytes, uin
 {
 	uint8_t *p;
 
-	if (xlat(ch, &ch->win->record, slot + MP_DESC_RESULT_BYTES, 8, EMU_ACC_WRITE, &p,
+	if (xlat(ch, &ch->win->record, slot + MP_DESC_RESULT_BYTES, 8, VB_ACC_WRITE, &p,
 		 NULL) != 8)
 		return false;
 	/*
@@ -517,7 +517,7 @@ static void fetch_desc(struct emu_chan *ch, uint32_t idx, uint32_t tail, uint32_
 	}
 	/* 2. fetch: a failed fetch leaves no record */
 	x->slot = base + (uint64_t)MP_ENGINE_DESC_SIZE * (idx & (size - 1));
-	if (xlat(ch, &ch->win->fetch, x->slot, MP_ENGINE_DESC_SIZE, EMU_ACC_READ, &p, NULL) !=
+	if (xlat(ch, &ch->win->fetch, x->slot, MP_ENGINE_DESC_SIZE, VB_ACC_READ, &p, NULL) !=
 	    MP_ENGINE_DESC_SIZE) {
 		x->code = MP_ERR_BUS_ERROR;
 		return;
@@ -711,7 +711,7 @@ static void move_fifo(struct emu_chan *ch, struct xdesc *x)
 		t0 = piece_start(ch, 0);
 		/* the engine moves whole 32-bit words: a mapping ending inside one faults there */
 		n = xlat(ch, &ch->win->data, x->addr + x->done, want,
-			 c2h ? EMU_ACC_WRITE : EMU_ACC_READ, &host, NULL) &
+			 c2h ? VB_ACC_WRITE : VB_ACC_READ, &host, NULL) &
 		    ~(uint64_t)(MP_ENGINE_GRANULE - 1);
 		if (!n) {
 			x->err = MP_ERR_BUS_ERROR;
@@ -972,7 +972,7 @@ static void dispatch_piece(struct emu_chan *ch, struct emu_win *w)
 	}
 	w->now_fresh = false;
 	/* the engine moves whole 32-bit words: a mapping ending inside one faults there */
-	n = xlat(ch, &w->data, x->addr + x->done, want, c2h ? EMU_ACC_WRITE : EMU_ACC_READ,
+	n = xlat(ch, &w->data, x->addr + x->done, want, c2h ? VB_ACC_WRITE : VB_ACC_READ,
 		 &host, &map_len) & ~(uint64_t)(MP_ENGINE_GRANULE - 1);
 	if (n && c2h) {
 		struct host_run *run = order_writes(ch, w, (uintptr_t)host, n);
@@ -1205,7 +1205,7 @@ static void wait_window(struct emu_chan *ch, struct emu_win *w, uint32_t c)
 		now = w->now = emu_now_ns();
 		if (now >= until || pending_req(ch) || (more && may_fetch(ch, w, c)))
 			return;
-		if (atomic_load_explicit(&ch->dev->mmu.writers, memory_order_relaxed))
+		if (atomic_load_explicit(&ch->dev->host.mmu.writers, memory_order_relaxed))
 			mmu_drop(ch);
 		else if (ch->mmu_held && emu_pool_help(ch->dev, ch->idx, 0))
 			continue;   /* rather than spin, move the data of later pieces */
@@ -1231,7 +1231,7 @@ static void window_step(struct emu_chan *ch, struct emu_win *w, uint32_t c)
 {
 	struct went *e;
 
-	if (atomic_load_explicit(&ch->dev->mmu.writers, memory_order_relaxed))
+	if (atomic_load_explicit(&ch->dev->host.mmu.writers, memory_order_relaxed))
 		mmu_drop(ch);   /* a map/unmap is waiting for us */
 	if (w->count) {
 		e = oldest(w);

@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * The interrupt logic of the virtual board (docs/dma-engine.md section 6): IRQ_STATUS and
- * IRQ_ENABLE, the MSI vectors they map to, and the per-vector event counters that
- * pd_irq_wait sleeps on. Its own file so that the register file (emu_regs.c) and the
+ * IRQ_ENABLE and the MSI vectors they map to; the messages go to the host object's event
+ * counters that pd_irq_wait sleeps on (host.c). Its own file so that the register file (emu_regs.c) and the
  * channels (emu_chan.c) both call down into it instead of into each other.
  */
 #include <errno.h>
-#include <limits.h>
-#include <time.h>
 
 #include "emu.h"
 
@@ -16,17 +14,7 @@
 
 void emu_irq_init(struct emu_irq *irq, uint32_t vectors, int64_t drop)
 {
-	pthread_condattr_t attr;
-	unsigned int i;
-
 	pthread_mutex_init(&irq->lock, NULL);
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	for (i = 0; i < EMU_MAX_VECTORS; i++) {
-		pthread_cond_init(&irq->cond[i], &attr);
-		irq->count[i] = 0;
-	}
-	pthread_condattr_destroy(&attr);
 	atomic_init(&irq->status, 0);
 	atomic_init(&irq->enable, 0);
 	irq->msgs = 0;
@@ -36,10 +24,6 @@ void emu_irq_init(struct emu_irq *irq, uint32_t vectors, int64_t drop)
 
 void emu_irq_destroy(struct emu_irq *irq)
 {
-	unsigned int i;
-
-	for (i = 0; i < EMU_MAX_VECTORS; i++)
-		pthread_cond_destroy(&irq->cond[i]);
 	pthread_mutex_destroy(&irq->lock);
 }
 
@@ -55,17 +39,15 @@ static unsigned int vector_of(const struct emu_irq *irq, uint32_t bit)
 	return irq->vectors >= 4 ? vec[bit] : 0;
 }
 
-/* One MSI message (irq->lock held): the driver's handler counts it and wakes the waiters. */
-static void send_locked(struct emu_irq *irq, uint32_t bit)
+/* One MSI message (irq->lock held): the host's handler counts it and wakes the waiters. */
+static void send_locked(struct emu_dev *d, uint32_t bit)
 {
-	unsigned int v = vector_of(irq, bit);
+	struct emu_irq *irq = &d->irq;
 	uint64_t idx = irq->msgs++;
 
 	if (irq->drop >= 0 && idx == (uint64_t)irq->drop)
 		return;   /* fault injection: this message is lost */
-	if (irq->count[v] < INT_MAX)
-		irq->count[v]++;
-	pthread_cond_broadcast(&irq->cond[v]);
+	vb_host_msi(&d->host, vector_of(irq, bit));
 }
 
 void emu_irq_raise(struct emu_dev *d, uint32_t bit)
@@ -85,7 +67,7 @@ void emu_irq_raise_status(struct emu_dev *d, uint32_t bit, atomic_uint *reg, uin
 	if (reg)
 		atomic_store_explicit(reg, val, memory_order_release);
 	if (!(old & m) && (atomic_load_explicit(&irq->enable, memory_order_relaxed) & m))
-		send_locked(irq, bit);
+		send_locked(d, bit);
 	pthread_mutex_unlock(&irq->lock);
 }
 
@@ -108,7 +90,7 @@ void emu_irq_write_enable(struct emu_dev *d, uint32_t v)
 	pending = v & ~old & atomic_load_explicit(&irq->status, memory_order_relaxed);
 	for (bit = 0; bit < MP_IRQ_SOURCES; bit++)
 		if (pending & (1u << bit))
-			send_locked(irq, bit);
+			send_locked(d, bit);
 	pthread_mutex_unlock(&irq->lock);
 }
 
@@ -119,53 +101,4 @@ void emu_irq_reset(struct emu_dev *d)
 	atomic_store(&d->irq.status, 0);
 	atomic_store(&d->irq.enable, 0);
 	pthread_mutex_unlock(&d->irq.lock);
-}
-
-void emu_irq_msi(struct emu_irq *irq, unsigned int vec)
-{
-	if (vec >= irq->vectors)
-		return;
-	pthread_mutex_lock(&irq->lock);
-	if (irq->count[vec] < INT_MAX)
-		irq->count[vec]++;
-	pthread_cond_broadcast(&irq->cond[vec]);
-	pthread_mutex_unlock(&irq->lock);
-}
-
-int emu_irq_wait(struct emu_dev *d, unsigned int vec, uint32_t timeout_ms)
-{
-	struct emu_irq *irq = &d->irq;
-	struct timespec ts;
-	uint64_t deadline;
-	int n, rc = 0;
-
-	if (vec >= irq->vectors)
-		return -EINVAL;
-	pthread_mutex_lock(&irq->lock);
-	if (!irq->count[vec] && timeout_ms != 0) {
-		if (timeout_ms == PD_WAIT_FOREVER) {
-			while (!irq->count[vec])
-				pthread_cond_wait(&irq->cond[vec], &irq->lock);
-		} else {
-			deadline = emu_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-			ts.tv_sec = (time_t)(deadline / 1000000000ull);
-			ts.tv_nsec = (long)(deadline % 1000000000ull);
-			while (!irq->count[vec] && rc != ETIMEDOUT)
-				rc = pthread_cond_timedwait(&irq->cond[vec], &irq->lock, &ts);
-		}
-	}
-	n = (int)irq->count[vec];
-	irq->count[vec] = 0;
-	pthread_mutex_unlock(&irq->lock);
-	return n ? n : -ETIMEDOUT;
-}
-
-int emu_irq_clear(struct emu_dev *d, unsigned int vec)
-{
-	if (vec >= d->irq.vectors)
-		return -EINVAL;
-	pthread_mutex_lock(&d->irq.lock);
-	d->irq.count[vec] = 0;
-	pthread_mutex_unlock(&d->irq.lock);
-	return 0;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The entry libpcidriver's plugin loader looks up in emu.so (pcidriver/backend.h). */
-#include "emu.h"
+#include "backends.h"
 
 const struct pd_backend_ops *pd_backend_plugin(void);
 

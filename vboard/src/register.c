@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* Link-time registration of the virtual board and the simulated RTL (mprace/vboard.h). */
-#include "emu.h"
+#include "backends.h"
 #include "mprace/vboard.h"
 
 int mp_vboard_register(void)

@@ -1,17 +1,30 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * The RTL engine (hdl/rtl) under GHDL as a libpcidriver backend: device names "sim" and
- * "sim:OPTIONS" (docs/cosim.md). pd_open starts the simulator as a child process
- * (hdl/cosim/launch.py, which becomes GHDL running hdl/cosim/sim_board.py) connected by two
- * socket pairs:
- *   requests  register reads/writes, config space: this process asks, the board answers in
- *             order (req_lock serialises the callers);
- *   device    the engine's memory reads and writes and its MSI messages: `server` answers them
- *             from the memory this process handed out, through the same IOMMU model and the
- *             same kmem/umem code as the virtual board (emu_iommu.c, emu_mem.c), so that an
- *             address that was not handed out is a fault here too.
- * Socket pairs have no name in the file system (nothing stale is left behind), and the
+ * "sim:OPTIONS" (docs/cosim.md). It embeds the host object (host.h) for everything on the
+ * host's side of the link and includes nothing of the model (emu_*.c).
+ *
+ * Lifetime. pd_open (sim_open) parses the options, sets up the host object, starts the
+ * simulator as a child process (hdl/cosim/launch.py, which becomes GHDL running
+ * hdl/cosim/sim_board.py) connected by two socket pairs, waits for its first message (the
+ * engine is out of reset) and starts the server thread. pd_close (sim_close) asks the
+ * simulator to quit, shuts both sockets down, joins the server, reaps the child (SIGKILL
+ * after 2 s) and tears the host object down; libpcidriver has freed every kmem/umem before.
+ *
+ * Sockets. requests: register reads/writes and config space; the application's threads ask,
+ * the board answers in order, req_lock serialises them (a read holds it for one round trip
+ * of the simulator). device: the engine's memory reads and writes and its MSI messages; the
+ * server thread answers them from the memory this process handed out, through the host's
+ * IOMMU model (reader lock 0), so that an address that was not handed out is a fault here
+ * too. Socket pairs have no name in the file system (nothing stale is left behind), and the
  * simulator ends when they close: on pd_close, and when this process dies however it dies.
+ * The wire format is hdl/cosim/wire.py's, checked against this file by tests/vboard/sim-wire.sh.
+ *
+ * Threads and locks. The callers' threads take req_lock (never while holding another lock of
+ * this file); the server thread takes the host's IOMMU reader lock and event lock (host.h),
+ * never req_lock. `dead` is set by whichever side first sees a socket end; from then on
+ * every request fails with ENODEV at once, register reads return all-ones, and IRQ waits,
+ * which sleep in slices of 100 ms, return ENODEV.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +40,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "emu.h"
+#include "host.h"
+#include "options.h"
+#include "backends.h"
 
 extern char **environ;
 
@@ -43,135 +58,23 @@ enum { SIM_REQ_RD32 = 1, SIM_REQ_WR32, SIM_REQ_CFGRD, SIM_REQ_CFGWR, SIM_REQ_QUI
 enum { SIM_DEV_MEMRD = 1, SIM_DEV_MEMWR, SIM_DEV_MSI, SIM_DEV_HELLO };
 
 #define SIM_HOST_BASE (1ull << 32)   /* sim_board.py's HOST_BASE: where bus addresses start */
+#define SIM_CFG_SIZE 4096u           /* PCIe config space */
 #define SIM_MAX_DMA 4096u            /* one TLP's payload at most (MPS/MRRS <= 4096) */
 #define SIM_START_S 600              /* a first start builds the RTL: allow for a slow host */
 
-struct sim_opts {
-	uint32_t mps, mrrs, msi, poll_ns, pause;
-	uint32_t width;               /* the engine's datapath: 256 or 512 bits */
-	bool split, reorder;
-	uint64_t seed;
-	char wave[256];
-};
-
 struct sim_dev {
-	struct emu_dev *mem;          /* cfg (sg=, maxseg=, kmax=, seed=), IOMMU model, MSI counters */
-	struct sim_opts opt;
+	struct vb_host host;          /* bus addresses, kmem/umem, MSI event counters */
+	struct sim_config opt;
+	uint64_t seed;
 	pid_t pid;
 	int req_fd, dev_fd, log_fd;
 	pthread_mutex_t req_lock;
 	pthread_t server;
-	bool server_started;
+	bool server_started, host_ready;
 	atomic_bool dead;             /* the simulator is gone: reads return all-ones */
 	uint32_t bar0_size, vectors;
 	uint8_t dma_buf[SIM_MAX_DMA]; /* the server's */
 };
-
-/* ------------------------------------------------------------------ options */
-
-static bool pow2_in(uint64_t x, uint64_t lo, uint64_t hi)
-{
-	return x >= lo && x <= hi && !(x & (x - 1));
-}
-
-/* "sim" or "sim:key=value,...": the simulator's options into *o, the memory layout's into the
- * model config (defaults as for emu:, except the IOVA base, which must lie above the root
- * complex's own windows). */
-static int parse_options(const char *name, struct sim_opts *o, struct emu_config *cfg)
-{
-	static const char *const keys[] = { "wave", "sg", "mps", "mrrs", "msi", "width", "split",
-					    "reorder", "pause", "poll", "seed", "maxseg", "kmax" };
-	char buf[512], *item, *next, *eq = NULL;
-	const char *opts = strchr(name, ':');
-	unsigned int seen = 0, k;
-	uint64_t v;
-	int ret = emu_parse_options("emu", cfg);
-
-	if (ret)
-		return ret;
-	*o = (struct sim_opts){ .mps = 256, .mrrs = 512, .msi = 4, .poll_ns = 200, .seed = 1,
-				.width = 256 };
-	cfg->iova_base = SIM_HOST_BASE;
-	if (!opts || !opts[1])
-		return 0;
-	if (strlen(opts + 1) >= sizeof(buf)) {
-		pd_backend_set_error("sim: options too long");
-		return -EINVAL;
-	}
-	strcpy(buf, opts + 1);
-	for (item = buf; item; item = next) {
-		next = strchr(item, ',');
-		if (next)
-			*next++ = '\0';
-		eq = NULL;
-		if (!*item) {
-			pd_backend_set_error("sim: empty option (stray comma?) in '%s'", name);
-			return -EINVAL;
-		}
-		eq = strchr(item, '=');
-		if (!eq)
-			goto bad;
-		*eq++ = '\0';
-		for (k = 0; k < sizeof(keys) / sizeof(keys[0]) && strcmp(item, keys[k]); k++)
-			;
-		if (k < sizeof(keys) / sizeof(keys[0])) {
-			if (seen & (1u << k)) {
-				pd_backend_set_error("sim: bad option '%s=%s': '%s' given twice", item,
-						     eq, item);
-				return -EINVAL;
-			}
-			seen |= 1u << k;
-		}
-		if (!strcmp(item, "wave")) {
-			if (!*eq || strlen(eq) >= sizeof(o->wave))
-				goto bad;
-			strcpy(o->wave, eq);
-			continue;
-		}
-		if (!strcmp(item, "sg")) {
-			if (!strcmp(eq, "random"))
-				cfg->sg = EMU_SG_RANDOM;
-			else if (!strcmp(eq, "merged"))
-				cfg->sg = EMU_SG_MERGED;
-			else if (!strcmp(eq, "pages"))
-				cfg->sg = EMU_SG_PAGES;
-			else
-				goto bad;
-			continue;
-		}
-		if (emu_parse_size(eq, &v))
-			goto bad;
-		if (!strcmp(item, "mps") && pow2_in(v, 128, 1024))
-			o->mps = (uint32_t)v;
-		else if (!strcmp(item, "mrrs") && pow2_in(v, 128, 4096))
-			o->mrrs = (uint32_t)v;
-		else if (!strcmp(item, "msi") && pow2_in(v, 1, 4))
-			o->msi = (uint32_t)v;
-		else if (!strcmp(item, "width") && (v == 256 || v == 512))
-			o->width = (uint32_t)v;
-		else if (!strcmp(item, "split") && v <= 1)
-			o->split = v;
-		else if (!strcmp(item, "reorder") && v <= 1)
-			o->reorder = v;
-		else if (!strcmp(item, "pause") && v <= 90)
-			o->pause = (uint32_t)v;
-		else if (!strcmp(item, "poll") && v >= 4 && v <= 100000)
-			o->poll_ns = (uint32_t)v;
-		else if (!strcmp(item, "seed"))
-			o->seed = cfg->seed = v;
-		else if (!strcmp(item, "maxseg") && !(v % EMU_PAGE))
-			cfg->maxseg = v;
-		else if (!strcmp(item, "kmax") && v >= EMU_PAGE && v <= PD_KMEM_MAX_SIZE)
-			cfg->kmem_max = v;
-		else
-			goto bad;
-	}
-	return 0;
-bad:
-	pd_backend_set_error("sim: bad option '%s%s%s': see docs/cosim.md for the options and "
-			     "their ranges", item, eq ? "=" : "", eq ? eq : "");
-	return -EINVAL;
-}
 
 /* ------------------------------------------------------------------ sockets */
 
@@ -226,31 +129,6 @@ static int request(struct sim_dev *s, uint8_t op, uint32_t len, uint64_t addr,
 
 /* ------------------------------------------------------------------ the engine's requests */
 
-/* Copies len bytes between buf and bus address addr if all of them are mapped with `access`
- * (a TLP is refused whole, as an IOMMU refuses it). */
-static bool dma(struct sim_dev *s, uint64_t addr, uint8_t *buf, uint32_t len, unsigned int access)
-{
-	struct emu_iommu *mmu = &s->mem->mmu;
-	uint64_t off, n;
-	uint8_t *host;
-	int pass;
-	bool ok = true;
-
-	emu_iommu_reader_lock(mmu, 0);
-	for (pass = 0; pass < 2 && ok; pass++)
-		for (off = 0; off < len && ok; off += n) {
-			n = emu_iommu_xlat(mmu, addr + off, len - off, access, &host);
-			if (!n)
-				ok = false;
-			else if (pass && access == EMU_ACC_READ)
-				memcpy(buf + off, host, n);
-			else if (pass)
-				memcpy(host, buf + off, n);
-		}
-	emu_iommu_reader_unlock(mmu, 0);
-	return ok;
-}
-
 static void *serve_device(void *arg)
 {
 	struct sim_dev *s = arg;
@@ -259,7 +137,7 @@ static void *serve_device(void *arg)
 
 	while (!recv_all(s->dev_fd, &h, sizeof(h))) {
 		if (h.op == SIM_DEV_MSI) {
-			emu_irq_msi(&s->mem->irq, h.len);
+			vb_host_msi(&s->host, h.len);
 			continue;
 		}
 		if ((h.op != SIM_DEV_MEMRD && h.op != SIM_DEV_MEMWR) || h.len > SIM_MAX_DMA)
@@ -267,10 +145,11 @@ static void *serve_device(void *arg)
 		if (h.op == SIM_DEV_MEMWR) {
 			if (recv_all(s->dev_fd, s->dma_buf, h.len))
 				break;
-			dma(s, h.addr, s->dma_buf, h.len, EMU_ACC_WRITE);   /* a fault drops it */
+			/* a fault drops it */
+			vb_host_dma(&s->host, 0, h.addr, s->dma_buf, h.len, VB_ACC_WRITE);
 			continue;
 		}
-		status = dma(s, h.addr, s->dma_buf, h.len, EMU_ACC_READ) ? 0 : -1;
+		status = vb_host_dma(&s->host, 0, h.addr, s->dma_buf, h.len, VB_ACC_READ) ? 0 : -1;
 		if (send_all(s->dev_fd, &status, sizeof(status)) ||
 		    (!status && send_all(s->dev_fd, s->dma_buf, h.len)))
 			break;
@@ -334,7 +213,7 @@ static int spawn_sim(struct sim_dev *s, int req_child, int dev_child)
 	snprintf(vars[1], sizeof(vars[1]), "MPRACE_SIM_MPS=%u", s->opt.mps);
 	snprintf(vars[2], sizeof(vars[2]), "MPRACE_SIM_MRRS=%u", s->opt.mrrs);
 	snprintf(vars[3], sizeof(vars[3]), "MPRACE_SIM_MSI=%u", s->opt.msi);
-	snprintf(vars[4], sizeof(vars[4]), "MPRACE_SIM_SEED=%llu", (unsigned long long)s->opt.seed);
+	snprintf(vars[4], sizeof(vars[4]), "MPRACE_SIM_SEED=%llu", (unsigned long long)s->seed);
 	snprintf(vars[5], sizeof(vars[5]), "MPRACE_SIM_SPLIT=%d", s->opt.split);
 	snprintf(vars[6], sizeof(vars[6]), "MPRACE_SIM_REORDER=%d", s->opt.reorder);
 	snprintf(vars[7], sizeof(vars[7]), "MPRACE_SIM_POLL_NS=%u", s->opt.poll_ns);
@@ -441,45 +320,35 @@ static void stop_sim(struct sim_dev *s)
 
 static void free_dev(struct sim_dev *s)
 {
-	if (s->mem) {
-		emu_iommu_destroy(&s->mem->mmu);
-		emu_irq_destroy(&s->mem->irq);
-		pthread_mutex_destroy(&s->mem->lock);
-		free(s->mem);
-	}
+	if (s->host_ready)
+		vb_host_destroy(&s->host);
 	pthread_mutex_destroy(&s->req_lock);
 	free(s);
 }
 
 static int sim_open(const char *name, void **dev)
 {
-	struct sim_dev *s = calloc(1, sizeof(*s));
-	size_t sz = (sizeof(struct emu_dev) + EMU_CACHELINE - 1) & ~(size_t)(EMU_CACHELINE - 1);
+	size_t sz = (sizeof(struct sim_dev) + VB_CACHELINE - 1) & ~(size_t)(VB_CACHELINE - 1);
+	struct sim_dev *s = aligned_alloc(VB_CACHELINE, sz);
+	struct vb_options opts;
 	int req[2], devp[2];
-	struct emu_dev *d;
 	int ret;
 
 	if (!s)
 		return -ENOMEM;
+	memset(s, 0, sz);
 	s->req_fd = s->dev_fd = s->log_fd = -1;
 	pthread_mutex_init(&s->req_lock, NULL);
-	d = s->mem = aligned_alloc(EMU_CACHELINE, sz);
-	if (!d) {
-		free_dev(s);
-		return -ENOMEM;
-	}
-	memset(d, 0, sz);
-	ret = parse_options(name, &s->opt, &d->cfg);
+	ret = vb_parse_options(VB_SIM, name, &opts);
+	if (!ret)
+		ret = vb_host_init(&s->host, &opts.host, opts.sim.msi);
 	if (ret) {
-		free(d);
-		s->mem = NULL;
 		free_dev(s);
 		return ret;
 	}
-	pthread_mutex_init(&d->lock, NULL);
-	d->next_kmem_id = d->next_umem_id = 1;
-	emu_irq_init(&d->irq, s->opt.msi, -1);
-	emu_iommu_init(&d->mmu, d->cfg.iova_base, d->cfg.seed);
+	s->host_ready = true;
+	s->opt = opts.sim;
+	s->seed = opts.host.seed;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, req)) {
 		ret = -errno;
@@ -525,7 +394,7 @@ static void sim_close(void *dev)
 static int sim_cfg_read(void *dev, uint32_t off, void *buf, size_t len)
 {
 	struct sim_dev *s = dev;
-	uint8_t ans[4 + EMU_CFG_SIZE];
+	uint8_t ans[4 + SIM_CFG_SIZE];
 	int ret = request(s, SIM_REQ_CFGRD, (uint32_t)len, off, NULL, 0, ans, 4 + len);
 
 	if (ret)
@@ -626,27 +495,27 @@ static int sim_unmap_bar(void *dev, unsigned int bar, void *addr, size_t size)
 
 static int sim_kmem_alloc(void *dev, struct pd_backend_kmem *km)
 {
-	return emu_kmem_alloc(((struct sim_dev *)dev)->mem, km);
+	return vb_kmem_alloc(&((struct sim_dev *)dev)->host, km);
 }
 
 static int sim_kmem_free(void *dev, struct pd_backend_kmem *km)
 {
-	return emu_kmem_free(((struct sim_dev *)dev)->mem, km);
+	return vb_kmem_free(&((struct sim_dev *)dev)->host, km);
 }
 
 static int sim_umem_map(void *dev, struct pd_backend_umem *um)
 {
-	return emu_umem_map(((struct sim_dev *)dev)->mem, um);
+	return vb_umem_map(&((struct sim_dev *)dev)->host, um);
 }
 
 static int sim_umem_unmap(void *dev, struct pd_backend_umem *um)
 {
-	return emu_umem_unmap(((struct sim_dev *)dev)->mem, um);
+	return vb_umem_unmap(&((struct sim_dev *)dev)->host, um);
 }
 
 static int sim_dmabuf_import(void *dev, int fd, struct pd_backend_umem *um)
 {
-	return emu_dmabuf_import(((struct sim_dev *)dev)->mem, fd, um);
+	return vb_dmabuf_import(&((struct sim_dev *)dev)->host, fd, um);
 }
 
 static int sim_umem_sync(void *dev, struct pd_backend_umem *um, enum pd_sync_dir dir)
@@ -665,7 +534,7 @@ static int sim_irq_wait(void *dev, unsigned int source, uint32_t timeout_ms)
 		if (atomic_load(&s->dead))
 			return -ENODEV;
 		slice = timeout_ms == PD_WAIT_FOREVER || left > 100 ? 100 : left;
-		ret = emu_irq_wait(s->mem, source, slice);
+		ret = vb_irq_wait(&s->host, source, slice);
 		if (ret != -ETIMEDOUT || (timeout_ms != PD_WAIT_FOREVER && !(left -= slice)))
 			return ret;
 	}
@@ -673,7 +542,7 @@ static int sim_irq_wait(void *dev, unsigned int source, uint32_t timeout_ms)
 
 static int sim_irq_clear(void *dev, unsigned int source)
 {
-	return emu_irq_clear(((struct sim_dev *)dev)->mem, source);
+	return vb_irq_clear(&((struct sim_dev *)dev)->host, source);
 }
 
 const struct pd_backend_ops sim_backend_ops = {

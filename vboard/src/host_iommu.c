@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu.h"
+#include "host.h"
 
 static uint64_t splitmix64(uint64_t *s)
 {
@@ -31,12 +31,12 @@ static uint64_t splitmix64(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
-int emu_iommu_init(struct emu_iommu *mmu, uint64_t base, uint64_t seed)
+int vb_iommu_init(struct vb_iommu *mmu, uint64_t base, uint64_t seed)
 {
 	unsigned int i;
 
 	pthread_mutex_init(&mmu->lock, NULL);
-	for (i = 0; i < EMU_READERS; i++)
+	for (i = 0; i < VB_IOMMU_READERS; i++)
 		pthread_mutex_init(&mmu->reader[i].m, NULL);
 	mmu->n = mmu->cap = 0;
 	mmu->maps = NULL;
@@ -47,32 +47,32 @@ int emu_iommu_init(struct emu_iommu *mmu, uint64_t base, uint64_t seed)
 	return 0;
 }
 
-void emu_iommu_destroy(struct emu_iommu *mmu)
+void vb_iommu_destroy(struct vb_iommu *mmu)
 {
 	unsigned int i;
 
 	free(mmu->maps);
-	for (i = 0; i < EMU_READERS; i++)
+	for (i = 0; i < VB_IOMMU_READERS; i++)
 		pthread_mutex_destroy(&mmu->reader[i].m);
 	pthread_mutex_destroy(&mmu->lock);
 }
 
 /* With mmu->lock held. The engines poll `writers` and drop their reader locks for us. */
-static void lock_readers(struct emu_iommu *mmu)
+static void lock_readers(struct vb_iommu *mmu)
 {
 	unsigned int i;
 
 	atomic_fetch_add(&mmu->writers, 1);
-	for (i = 0; i < EMU_READERS; i++)
+	for (i = 0; i < VB_IOMMU_READERS; i++)
 		pthread_mutex_lock(&mmu->reader[i].m);
 	mmu->gen++;
 }
 
-static void unlock_readers(struct emu_iommu *mmu)
+static void unlock_readers(struct vb_iommu *mmu)
 {
 	unsigned int i;
 
-	for (i = EMU_READERS; i-- > 0;)
+	for (i = VB_IOMMU_READERS; i-- > 0;)
 		pthread_mutex_unlock(&mmu->reader[i].m);
 	atomic_fetch_sub(&mmu->writers, 1);
 }
@@ -81,28 +81,28 @@ static void unlock_readers(struct emu_iommu *mmu)
 
 /* m->page_run for a mapping of many runs (relative IOVAs): O(1) translations instead of a
  * binary search over up to a million runs (one cache miss instead of twenty). */
-static int index_pages(struct emu_map *m)
+static int index_pages(struct vb_map *m)
 {
 	uint64_t p, last;
 	size_t i;
 
 	m->page_run = NULL;
-	if (m->nruns < PAGE_RUN_MIN || m->win_len / EMU_PAGE > UINT32_MAX)
+	if (m->nruns < PAGE_RUN_MIN || m->win_len / VB_PAGE > UINT32_MAX)
 		return 0;
-	m->page_run = calloc(m->win_len / EMU_PAGE, sizeof(*m->page_run));
+	m->page_run = calloc(m->win_len / VB_PAGE, sizeof(*m->page_run));
 	if (!m->page_run)
 		return -ENOMEM;
 	for (i = 0; i < m->nruns; i++) {
-		last = (m->runs[i].iova + m->runs[i].len - 1) / EMU_PAGE;
-		for (p = m->runs[i].iova / EMU_PAGE; p <= last; p++)
+		last = (m->runs[i].iova + m->runs[i].len - 1) / VB_PAGE;
+		for (p = m->runs[i].iova / VB_PAGE; p <= last; p++)
 			m->page_run[p] = (uint32_t)(i + 1);
 	}
 	return 0;
 }
 
-int emu_iommu_add(struct emu_iommu *mmu, struct emu_map *m)
+int vb_iommu_add(struct vb_iommu *mmu, struct vb_map *m)
 {
-	struct emu_map **maps;
+	struct vb_map **maps;
 	uint64_t start, gap;
 	size_t i, cap;
 
@@ -111,7 +111,7 @@ int emu_iommu_add(struct emu_iommu *mmu, struct emu_map *m)
 
 	pthread_mutex_lock(&mmu->lock);
 	/* the first mapping starts at the base itself (iova=), later ones behind a guard gap */
-	gap = mmu->next == mmu->base ? 0 : EMU_PAGE * (1 + splitmix64(&mmu->rng) % 4);
+	gap = mmu->next == mmu->base ? 0 : VB_PAGE * (1 + splitmix64(&mmu->rng) % 4);
 	start = mmu->next + gap;
 	if (start < mmu->next || start + m->win_len < start || start + m->win_len > (1ull << 63)) {
 		pthread_mutex_unlock(&mmu->lock);
@@ -149,7 +149,7 @@ int emu_iommu_add(struct emu_iommu *mmu, struct emu_map *m)
 	return 0;
 }
 
-void emu_iommu_remove(struct emu_iommu *mmu, struct emu_map *m)
+void vb_iommu_remove(struct vb_iommu *mmu, struct vb_map *m)
 {
 	size_t i;
 
@@ -168,7 +168,7 @@ void emu_iommu_remove(struct emu_iommu *mmu, struct emu_map *m)
 	m->page_run = NULL;
 }
 
-void emu_iommu_reader_lock(struct emu_iommu *mmu, unsigned int reader)
+void vb_iommu_reader_lock(struct vb_iommu *mmu, unsigned int reader)
 {
 	/* a writer at work holds mmu->lock throughout: wait for it there rather than barge in
 	 * on the reader mutex it is about to take */
@@ -179,16 +179,16 @@ void emu_iommu_reader_lock(struct emu_iommu *mmu, unsigned int reader)
 	pthread_mutex_lock(&mmu->reader[reader].m);
 }
 
-void emu_iommu_reader_unlock(struct emu_iommu *mmu, unsigned int reader)
+void vb_iommu_reader_unlock(struct vb_iommu *mmu, unsigned int reader)
 {
 	pthread_mutex_unlock(&mmu->reader[reader].m);
 }
 
-bool emu_iommu_run(struct emu_iommu *mmu, uint64_t iova, unsigned int access,
-		   struct emu_xrun *out)
+bool vb_iommu_run(struct vb_iommu *mmu, uint64_t iova, unsigned int access,
+		   struct vb_xrun *out)
 {
-	const struct emu_map *m;
-	const struct emu_run *r;
+	const struct vb_map *m;
+	const struct vb_run *r;
 	size_t lo, hi, mid;
 
 	/* the last window starting at or below iova */
@@ -207,7 +207,7 @@ bool emu_iommu_run(struct emu_iommu *mmu, uint64_t iova, unsigned int access,
 	if (iova - m->win_start >= m->win_len || (m->access & access) != access)
 		return false;
 	if (m->page_run) {
-		lo = m->page_run[(iova - m->win_start) / EMU_PAGE];
+		lo = m->page_run[(iova - m->win_start) / VB_PAGE];
 	} else {   /* the last run starting at or below iova */
 		lo = 0;
 		hi = m->nruns;
@@ -231,13 +231,13 @@ bool emu_iommu_run(struct emu_iommu *mmu, uint64_t iova, unsigned int access,
 	return true;
 }
 
-uint64_t emu_iommu_xlat(struct emu_iommu *mmu, uint64_t iova, uint64_t len,
+uint64_t vb_iommu_xlat(struct vb_iommu *mmu, uint64_t iova, uint64_t len,
 			unsigned int access, uint8_t **host)
 {
-	struct emu_xrun r;
+	struct vb_xrun r;
 	uint64_t off, avail;
 
-	if (!emu_iommu_run(mmu, iova, access, &r))
+	if (!vb_iommu_run(mmu, iova, access, &r))
 		return 0;
 	off = iova - r.iova;
 	avail = r.len - off;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Host memory the device can reach, for both boards of this library (the model "emu:" and the
- * simulated RTL "sim:"): kmem (zeroed pages with one bus address range) and umem (a user
+ * Host memory the device can reach, for every backend that embeds the host object (host.h):
+ * kmem (zeroed pages with one bus address range) and umem (a user
  * buffer checked as pin_user_pages would, laid out in IOVA space as an IOMMU might, with its
- * SG list), both published in the IOMMU model (emu_iommu.c) that every device access goes
+ * SG list), both published in the IOMMU model (host_iommu.c) that every device access goes
  * through.
  */
 #include <errno.h>
@@ -14,29 +14,29 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "emu.h"
+#include "host.h"
 
-struct emu_kmem {
-	struct emu_map map;
-	struct emu_run run;
-	struct emu_kmem_range range;
+struct vb_kmem {
+	struct vb_map map;
+	struct vb_run run;
+	struct vb_kmem_range range;
 	void *host;
 	size_t alloc;
 };
 
 /* ------------------------------------------------------------------ kernel memory */
 
-int emu_kmem_alloc(struct emu_dev *d, struct pd_backend_kmem *km)
+int vb_kmem_alloc(struct vb_host *h, struct pd_backend_kmem *km)
 {
-	struct emu_kmem *k;
+	struct vb_kmem *k;
 	int ret;
 
-	if (km->size > d->cfg.kmem_max)
+	if (km->size > h->cfg.kmem_max)
 		return -ENOMEM;
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
-	k->alloc = (km->size + EMU_PAGE - 1) & ~(size_t)(EMU_PAGE - 1);
+	k->alloc = (km->size + VB_PAGE - 1) & ~(size_t)(VB_PAGE - 1);
 	/* zeroed like dma_alloc_coherent memory */
 	k->host = mmap(NULL, k->alloc, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (k->host == MAP_FAILED) {
@@ -47,10 +47,10 @@ int emu_kmem_alloc(struct emu_dev *d, struct pd_backend_kmem *km)
 	k->run.len = km->size;   /* the bytes past size in the last page fault */
 	k->run.host = k->host;
 	k->map.win_len = k->alloc;
-	k->map.access = EMU_ACC_READ | EMU_ACC_WRITE;
+	k->map.access = VB_ACC_READ | VB_ACC_WRITE;
 	k->map.nruns = 1;
 	k->map.runs = &k->run;
-	ret = emu_iommu_add(&d->mmu, &k->map);
+	ret = vb_iommu_add(&h->mmu, &k->map);
 	if (ret) {
 		munmap(k->host, k->alloc);
 		free(k);
@@ -58,30 +58,30 @@ int emu_kmem_alloc(struct emu_dev *d, struct pd_backend_kmem *km)
 	}
 	k->range.start = (uintptr_t)k->host;
 	k->range.end = (uintptr_t)k->host + k->alloc;
-	pthread_mutex_lock(&d->lock);
-	k->range.next = d->kmem_ranges;
-	d->kmem_ranges = &k->range;
-	km->id = d->next_kmem_id++;
-	pthread_mutex_unlock(&d->lock);
+	pthread_mutex_lock(&h->lock);
+	k->range.next = h->kmem_ranges;
+	h->kmem_ranges = &k->range;
+	km->id = h->next_kmem_id++;
+	pthread_mutex_unlock(&h->lock);
 	km->ptr = k->host;
 	km->bus_addr = k->run.iova;
 	km->priv = k;
 	return 0;
 }
 
-int emu_kmem_free(struct emu_dev *d, struct pd_backend_kmem *km)
+int vb_kmem_free(struct vb_host *h, struct pd_backend_kmem *km)
 {
-	struct emu_kmem *k = km->priv;
-	struct emu_kmem_range **p;
+	struct vb_kmem *k = km->priv;
+	struct vb_kmem_range **p;
 
-	pthread_mutex_lock(&d->lock);
-	for (p = &d->kmem_ranges; *p && *p != &k->range; p = &(*p)->next)
+	pthread_mutex_lock(&h->lock);
+	for (p = &h->kmem_ranges; *p && *p != &k->range; p = &(*p)->next)
 		;
 	if (*p)
 		*p = k->range.next;
-	pthread_mutex_unlock(&d->lock);
+	pthread_mutex_unlock(&h->lock);
 	/* after this the engine cannot reach the memory: a DMA still using it faults */
-	emu_iommu_remove(&d->mmu, &k->map);
+	vb_iommu_remove(&h->mmu, &k->map);
 	munmap(k->host, k->alloc);
 	free(k);
 	return 0;
@@ -89,8 +89,8 @@ int emu_kmem_free(struct emu_dev *d, struct pd_backend_kmem *km)
 
 /* ------------------------------------------------------------------ user memory */
 
-struct emu_umem {
-	struct emu_map map;
+struct vb_umem {
+	struct vb_map map;
 	void *dmabuf_view;       /* an imported dma-buf: this process's mapping of it */
 	size_t dmabuf_len;
 };
@@ -116,7 +116,7 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 
 static int cmp_run(const void *a, const void *b)
 {
-	const struct emu_run *x = a, *y = b;
+	const struct vb_run *x = a, *y = b;
 
 	return x->iova < y->iova ? -1 : x->iova > y->iova;
 }
@@ -148,50 +148,50 @@ static bool vmas_allow(uintptr_t start, uintptr_t end, const char *perms)
 /* Like pin_user_pages: every page must be mapped, readable, and writable when the device
  * writes to it (FOLL_WRITE); driver memory (kmem, a VM_PFNMAP mapping on the kernel backend)
  * cannot be pinned. */
-static int check_pages(struct emu_dev *d, uintptr_t start, uint64_t npages, enum pd_dma_dir dir)
+static int check_pages(struct vb_host *h, uintptr_t start, uint64_t npages, enum pd_dma_dir dir)
 {
-	struct emu_kmem_range *r;
+	struct vb_kmem_range *r;
 	unsigned char *vec;
-	uintptr_t end = start + npages * EMU_PAGE;
+	uintptr_t end = start + npages * VB_PAGE;
 	int ret = 0;
 
 	vec = malloc(npages ? npages : 1);
 	if (!vec)
 		return -ENOMEM;
-	if (mincore((void *)start, npages * EMU_PAGE, vec))
+	if (mincore((void *)start, npages * VB_PAGE, vec))
 		ret = -EFAULT;
 	free(vec);
 	if (ret)
 		return ret;
 	if (!vmas_allow(start, end, dir == PD_DMA_TO_DEVICE ? "r" : "rw"))
 		return -EFAULT;
-	pthread_mutex_lock(&d->lock);
-	for (r = d->kmem_ranges; r; r = r->next)
+	pthread_mutex_lock(&h->lock);
+	for (r = h->kmem_ranges; r; r = r->next)
 		if (start < r->end && r->start < end)
 			ret = -EFAULT;
-	pthread_mutex_unlock(&d->lock);
+	pthread_mutex_unlock(&h->lock);
 	return ret;
 }
 
-int emu_umem_map(struct emu_dev *d, struct pd_backend_umem *um)
+int vb_umem_map(struct vb_host *h, struct pd_backend_umem *um)
 {
-	uintptr_t addr = (uintptr_t)um->addr, start = addr & ~(uintptr_t)(EMU_PAGE - 1);
+	uintptr_t addr = (uintptr_t)um->addr, start = addr & ~(uintptr_t)(VB_PAGE - 1);
 	uint64_t off = addr - start, size = um->size;
-	uint64_t npages = (off + size + EMU_PAGE - 1) / EMU_PAGE;
+	uint64_t npages = (off + size + VB_PAGE - 1) / VB_PAGE;
 	uint64_t ngroups, i, j, len, cur, seed, b0, b1, tmp, seg;
 	struct group *g = NULL;
 	uint64_t *order = NULL;
-	struct emu_run *bo = NULL;
-	struct emu_umem *u = NULL;
+	struct vb_run *bo = NULL;
+	struct vb_umem *u = NULL;
 	size_t nsg;
 	int ret;
 
-	ret = check_pages(d, start, npages, um->dir);
+	ret = check_pages(h, start, npages, um->dir);
 	if (ret)
 		return ret;
-	pthread_mutex_lock(&d->lock);
-	seed = d->cfg.seed * 0x2545f4914f6cdd1dull + ++d->umem_count;
-	pthread_mutex_unlock(&d->lock);
+	pthread_mutex_lock(&h->lock);
+	seed = h->cfg.seed * 0x2545f4914f6cdd1dull + ++h->umem_count;
+	pthread_mutex_unlock(&h->lock);
 
 	/* 1. split the pages into groups that will be contiguous in IOVA space */
 	g = malloc(npages * sizeof(*g));
@@ -201,9 +201,9 @@ int emu_umem_map(struct emu_dev *d, struct pd_backend_umem *um)
 		goto err;
 	}
 	for (i = ngroups = 0; i < npages; i += len, ngroups++) {
-		switch (d->cfg.sg) {
-		case EMU_SG_MERGED: len = npages; break;
-		case EMU_SG_PAGES: len = 1; break;
+		switch (h->cfg.sg) {
+		case VB_SG_MERGED: len = npages; break;
+		case VB_SG_PAGES: len = 1; break;
 		default: len = 1 + rnd(&seed) % 16; break;
 		}
 		if (len > npages - i)
@@ -213,7 +213,7 @@ int emu_umem_map(struct emu_dev *d, struct pd_backend_umem *um)
 		order[ngroups] = ngroups;
 	}
 	/* 2. place them in a shuffled order, with unmapped gaps of 1 to 4 pages between */
-	if (d->cfg.sg != EMU_SG_MERGED)
+	if (h->cfg.sg != VB_SG_MERGED)
 		for (i = ngroups - 1; i > 0; i--) {
 			j = rnd(&seed) % (i + 1);
 			tmp = order[i];
@@ -222,9 +222,9 @@ int emu_umem_map(struct emu_dev *d, struct pd_backend_umem *um)
 		}
 	for (i = cur = 0; i < ngroups; i++) {
 		if (i)
-			cur += EMU_PAGE * (1 + rnd(&seed) % 4);
+			cur += VB_PAGE * (1 + rnd(&seed) % 4);
 		g[order[i]].iova = cur;
-		cur += g[order[i]].pages * EMU_PAGE;
+		cur += g[order[i]].pages * VB_PAGE;
 	}
 	free(order);
 	order = NULL;
@@ -242,12 +242,12 @@ int emu_umem_map(struct emu_dev *d, struct pd_backend_umem *um)
 		goto err;
 	}
 	for (i = 0; i < ngroups; i++) {
-		b0 = g[i].first * EMU_PAGE;
+		b0 = g[i].first * VB_PAGE;
 		b0 = b0 > off ? b0 - off : 0;
-		b1 = (g[i].first + g[i].pages) * EMU_PAGE - off;
+		b1 = (g[i].first + g[i].pages) * VB_PAGE - off;
 		if (b1 > size)
 			b1 = size;
-		bo[i].iova = g[i].iova + (b0 + off - g[i].first * EMU_PAGE);
+		bo[i].iova = g[i].iova + (b0 + off - g[i].first * VB_PAGE);
 		bo[i].len = b1 - b0;
 		bo[i].host = (uint8_t *)um->addr + b0;
 	}
@@ -257,28 +257,28 @@ int emu_umem_map(struct emu_dev *d, struct pd_backend_umem *um)
 	qsort(u->map.runs, ngroups, sizeof(*bo), cmp_run);
 	u->map.nruns = ngroups;
 	u->map.win_len = cur;
-	u->map.access = (um->dir == PD_DMA_TO_DEVICE ? EMU_ACC_READ : 0) |
-			(um->dir == PD_DMA_FROM_DEVICE ? EMU_ACC_WRITE : 0) |
-			(um->dir == PD_DMA_BIDIRECTIONAL ? EMU_ACC_READ | EMU_ACC_WRITE : 0);
-	ret = emu_iommu_add(&d->mmu, &u->map);
+	u->map.access = (um->dir == PD_DMA_TO_DEVICE ? VB_ACC_READ : 0) |
+			(um->dir == PD_DMA_FROM_DEVICE ? VB_ACC_WRITE : 0) |
+			(um->dir == PD_DMA_BIDIRECTIONAL ? VB_ACC_READ | VB_ACC_WRITE : 0);
+	ret = vb_iommu_add(&h->mmu, &u->map);
 	if (ret)
 		goto err;
 
 	/* 4. the SG list: runs in buffer order, IOVA-contiguous neighbours merged. With maxseg=
 	 * entries are cut as the kernel cuts them at the device's max segment size: chunks of
 	 * maxseg/4K pages from the run's first page, merged only while they stay <= maxseg. */
-	seg = d->cfg.maxseg ? d->cfg.maxseg : UINT64_MAX;
+	seg = h->cfg.maxseg ? h->cfg.maxseg : UINT64_MAX;
 	for (i = nsg = 0; i < ngroups; i++)
 		nsg += (size_t)(bo[i].len / (seg < UINT64_MAX ? seg : bo[i].len) + 2);
 	um->sg = malloc(nsg * sizeof(*um->sg));
 	if (!um->sg) {
-		emu_iommu_remove(&d->mmu, &u->map);
+		vb_iommu_remove(&h->mmu, &u->map);
 		ret = -ENOMEM;
 		goto err;
 	}
 	for (i = nsg = 0; i < ngroups; i++) {
 		uint64_t iova = bo[i].iova + u->map.win_start, left = bo[i].len, n;
-		uint64_t base = iova & ~(uint64_t)(EMU_PAGE - 1);
+		uint64_t base = iova & ~(uint64_t)(VB_PAGE - 1);
 
 		while (left) {
 			n = seg == UINT64_MAX ? left : min_u64(left, seg - (iova - base) % seg);
@@ -296,9 +296,9 @@ int emu_umem_map(struct emu_dev *d, struct pd_backend_umem *um)
 	}
 	free(bo);
 	um->sg_count = nsg;
-	pthread_mutex_lock(&d->lock);
-	um->id = d->next_umem_id++;
-	pthread_mutex_unlock(&d->lock);
+	pthread_mutex_lock(&h->lock);
+	um->id = h->next_umem_id++;
+	pthread_mutex_unlock(&h->lock);
 	um->priv = u;
 	return 0;
 
@@ -312,11 +312,11 @@ err:
 	return ret;
 }
 
-int emu_umem_unmap(struct emu_dev *d, struct pd_backend_umem *um)
+int vb_umem_unmap(struct vb_host *h, struct pd_backend_umem *um)
 {
-	struct emu_umem *u = um->priv;
+	struct vb_umem *u = um->priv;
 
-	emu_iommu_remove(&d->mmu, &u->map);
+	vb_iommu_remove(&h->mmu, &u->map);
 	if (u->dmabuf_view)
 		munmap(u->dmabuf_view, u->dmabuf_len);
 	free(u->map.runs);
@@ -357,11 +357,11 @@ static int64_t dmabuf_size(int fd)
  * pcidriver.ko, a dma-buf whose file is read-only is imported for the board to read only
  * (-EACCES for it to write).
  */
-int emu_dmabuf_import(struct emu_dev *d, int fd, struct pd_backend_umem *um)
+int vb_dmabuf_import(struct vb_host *h, int fd, struct pd_backend_umem *um)
 {
 	int64_t size = dmabuf_size(fd);
 	int writable = (fcntl(fd, F_GETFL) & O_ACCMODE) != O_RDONLY;
-	struct emu_umem *u;
+	struct vb_umem *u;
 	void *view;
 	int ret;
 
@@ -377,7 +377,7 @@ int emu_dmabuf_import(struct emu_dev *d, int fd, struct pd_backend_umem *um)
 		return errno == ENOMEM ? -ENOMEM : -EOPNOTSUPP;
 	um->addr = view;
 	um->size = (size_t)size;
-	ret = emu_umem_map(d, um);
+	ret = vb_umem_map(h, um);
 	if (ret) {
 		munmap(view, (size_t)size);
 		return ret;
