@@ -18,8 +18,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
-import hdl_runner  # noqa: E402  (the RTL's source list, one place)
+import rtl_build  # noqa: E402  (the RTL's source list, one place; next to this file)
 
 TOPLEVEL = "mprace_dma_top"
 
@@ -36,7 +35,7 @@ def cache_root():
 
 def build():
     digest = hashlib.sha256()
-    for src in hdl_runner.SOURCES:
+    for src in rtl_build.SOURCES:
         # the path too: GHDL's mcode build keeps no code, it reads the sources again when the
         # simulation starts, so a library is only valid while its sources stay where they were
         digest.update(str(src).encode() + b"\0" + src.read_bytes())
@@ -46,7 +45,7 @@ def build():
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (bdir / ".built").exists():
             from cocotb_tools.runner import get_runner
-            get_runner("ghdl").build(sources=hdl_runner.SOURCES, hdl_toplevel=TOPLEVEL,
+            get_runner("ghdl").build(sources=rtl_build.SOURCES, hdl_toplevel=TOPLEVEL,
                                      build_dir=bdir, build_args=["--std=08"], always=True)
             (bdir / ".built").touch()
     return bdir

@@ -8,8 +8,7 @@ the application's libpcidriver (vboard/src/sim_backend.c):
   * device:   what the engine asks of the host: memory reads (answered by the application from
     the buffers it handed out, or refused: an Unsupported Request, as an IOMMU fault), memory
     writes, and MSI messages. Simulated time stands still while the application answers.
-Every message starts with the same 16-byte header: op (u8), 3 pad bytes, len (u32), addr (u64),
-little-endian. The simulation ends when either socket closes (the application closed the device
+The messages are wire.py's (checked against sim_backend.c by tests/vboard/sim-wire.sh). The simulation ends when either socket closes (the application closed the device
 or died): nothing outlives it.
 """
 import os
@@ -17,8 +16,6 @@ import random
 import select
 import socket
 import struct
-import sys
-from pathlib import Path
 
 import cocotb
 from cocotb.triggers import Timer
@@ -26,15 +23,10 @@ from cocotbext.axi.address_space import Region
 from cocotbext.pcie.core.tlp import Tlp
 from cocotbext.pcie.core.utils import PcieId
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from mprace_tb import TB, HostCompleter, S, SPEC, pause_pattern  # noqa: E402  (the HDL suite's environment)
+from pcie_env import TB, HostCompleter, S, SPEC, pause_pattern  # the PCIe environment (next to this file)
+from wire import HDR, REQ_RD32, REQ_WR32, REQ_CFGRD, REQ_CFGWR, REQ_QUIT  # the socket protocol
+from wire import DEV_MEMRD, DEV_MEMWR, DEV_MSI, DEV_HELLO, HOST_BASE
 
-HDR = struct.Struct("<B3xIQ")
-# requests (application -> simulator)
-REQ_RD32, REQ_WR32, REQ_CFGRD, REQ_CFGWR, REQ_QUIT = 1, 2, 3, 4, 5
-# device messages (simulator -> application); HELLO goes on the request socket, once
-DEV_MEMRD, DEV_MEMWR, DEV_MSI, DEV_HELLO = 1, 2, 3, 4
-HOST_BASE = 1 << 32          # bus addresses the application hands out start here (sim_backend.c)
 HOST_SIZE = 1 << 56
 
 

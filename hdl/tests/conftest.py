@@ -1,6 +1,7 @@
-"""pytest setup of the HDL suite: the helpers next to this file are importable from every test
-module (and from the simulator, which inherits sys.path through PYTHONPATH)."""
+"""pytest setup of the HDL suite: the PCIe environment and the RTL's source list live with the
+co-simulation runtime (hdl/cosim: pcie_env.py, rtl_build.py) and are imported from there; the
+simulator inherits sys.path through PYTHONPATH."""
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cosim"))

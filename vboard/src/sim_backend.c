@@ -18,7 +18,7 @@
  * IOMMU model (reader lock 0), so that an address that was not handed out is a fault here
  * too. Socket pairs have no name in the file system (nothing stale is left behind), and the
  * simulator ends when they close: on pd_close, and when this process dies however it dies.
- * The wire format is hdl/cosim/wire.py's, checked against this file by tests/vboard/sim-wire.sh.
+ * The wire format is hdl/cosim/wire.py's (sim_wire.h, checked by tests/vboard/sim-wire.sh).
  *
  * Threads and locks. The callers' threads take req_lock (never while holding another lock of
  * this file); the server thread takes the host's IOMMU reader lock and event lock (host.h),
@@ -43,23 +43,11 @@
 #include "host.h"
 #include "options.h"
 #include "backends.h"
+#include "sim_wire.h"
 
 extern char **environ;
 
-/* the message header of hdl/cosim/sim_board.py */
-struct sim_hdr {
-	uint8_t op;
-	uint8_t pad[3];
-	uint32_t len;
-	uint64_t addr;
-};
-
-enum { SIM_REQ_RD32 = 1, SIM_REQ_WR32, SIM_REQ_CFGRD, SIM_REQ_CFGWR, SIM_REQ_QUIT };
-enum { SIM_DEV_MEMRD = 1, SIM_DEV_MEMWR, SIM_DEV_MSI, SIM_DEV_HELLO };
-
-#define SIM_HOST_BASE (1ull << 32)   /* sim_board.py's HOST_BASE: where bus addresses start */
 #define SIM_CFG_SIZE 4096u           /* PCIe config space */
-#define SIM_MAX_DMA 4096u            /* one TLP's payload at most (MPS/MRRS <= 4096) */
 #define SIM_START_S 600              /* a first start builds the RTL: allow for a slow host */
 
 struct sim_dev {
@@ -184,7 +172,8 @@ static void log_tail(int fd, char *out, size_t size)
 
 static int spawn_sim(struct sim_dev *s, int req_child, int dev_child)
 {
-	const char *python = env_or("MPRACE_SIM_PYTHON", MPRACE_SIM_PYTHON);
+	/* a Python with cocotb and cocotbext-pcie: named by the variable, else python3 on PATH */
+	const char *python = env_or("MPRACE_SIM_PYTHON", "python3");
 	const char *dir = env_or("MPRACE_SIM_DIR", MPRACE_SIM_DIR);
 	char launcher[4096], vars[11][300], tmpl[] = "/tmp/mprace-sim-XXXXXX";
 	char *argv[] = { (char *)python, launcher, NULL };
@@ -196,11 +185,17 @@ static int spawn_sim(struct sim_dev *s, int req_child, int dev_child)
 	int ret;
 
 	snprintf(launcher, sizeof(launcher), "%s/launch.py", dir);
-	if (access(python, X_OK) || access(launcher, R_OK)) {
-		pd_backend_set_error("sim: no simulator environment (%s or %s missing): "
-				     "./bootstrap.sh check builds it, or set MPRACE_SIM_PYTHON "
-				     "and MPRACE_SIM_DIR (docs/cosim.md)",
-				     python, launcher);
+	if (access(launcher, R_OK)) {
+		pd_backend_set_error("sim: no simulator environment: %s missing; set MPRACE_SIM_DIR "
+				     "to an hdl/cosim folder (the source tree's, or the installed "
+				     "share/mprace/hdl/cosim; docs/cosim.md)", launcher);
+		return -ENODEV;
+	}
+	if (strchr(python, '/') && access(python, X_OK)) {
+		pd_backend_set_error("sim: no simulator environment: %s is not an executable Python; "
+				     "set MPRACE_SIM_PYTHON to a Python with cocotb and "
+				     "cocotbext-pcie (./bootstrap.sh check builds build/tests/hdl/.venv; "
+				     "docs/cosim.md)", python);
 		return -ENODEV;
 	}
 	/* the simulator's output, for error messages; gone from the file system at once */
@@ -246,14 +241,16 @@ static int spawn_sim(struct sim_dev *s, int req_child, int dev_child)
 	posix_spawnattr_setsigmask(&attr, &none);
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
 	posix_spawnattr_setpgroup(&attr, 0);   /* the terminal's Ctrl-C goes to the application */
-	ret = posix_spawn(&s->pid, python, &fa, &attr, argv, envp);
+	ret = posix_spawnp(&s->pid, python, &fa, &attr, argv, envp);
 	posix_spawnattr_destroy(&attr);
 	posix_spawn_file_actions_destroy(&fa);
 	free(envp);
 	if (ret) {
 		s->pid = 0;
-		pd_backend_set_error("sim: cannot start %s: %s", python, strerror(ret));
-		return -ret;
+		pd_backend_set_error("sim: no simulator environment: cannot start %s: %s (set "
+				     "MPRACE_SIM_PYTHON to a Python with cocotb; docs/cosim.md)",
+				     python, strerror(ret));
+		return ret == ENOENT || ret == EACCES ? -ENODEV : -ret;
 	}
 	return 0;
 }
@@ -340,6 +337,12 @@ static int sim_open(const char *name, void **dev)
 	s->req_fd = s->dev_fd = s->log_fd = -1;
 	pthread_mutex_init(&s->req_lock, NULL);
 	ret = vb_parse_options(VB_SIM, name, &opts);
+	if (!ret && opts.host.iova_base < SIM_HOST_BASE) {
+		pd_backend_set_error("sim: bad option 'iova=0x%llx': the root complex keeps the space "
+				     "below 4 GiB for its own windows (see docs/cosim.md)",
+				     (unsigned long long)opts.host.iova_base);
+		ret = -EINVAL;
+	}
 	if (!ret)
 		ret = vb_host_init(&s->host, &opts.host, opts.sim.msi);
 	if (ret) {

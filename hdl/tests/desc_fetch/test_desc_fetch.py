@@ -13,6 +13,7 @@ TIMEOUT in its place, then nothing more is fetched), a bad ring (RING_CONFIG, no
 all), and the fetcher disabled and re-enabled at random (it restarts at HEAD; completions in
 flight are dropped)."""
 import random
+from pathlib import Path
 
 import cocotb
 import pytest
@@ -20,8 +21,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
 from cocotbext.axi import AxiStreamBus, AxiStreamSink
 
-import hdl_runner
-from mprace_tb import (WIDTHS, RcDriver, env_int, pause_pattern, quiet_logs, rc_completion,
+import rtl_build
+from pcie_env import (WIDTHS, RcDriver, env_int, pause_pattern, quiet_logs, rc_completion,
                        rcb_cut, rq_tlp, width_generics)
 
 TAG = 3            # the fetcher's tag (generic tag_g of the wrapper)
@@ -251,10 +252,10 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_desc_fetch(case, width):
     ring, rcb, mrrs, busy, bad, toggle = CASES[case]
-    hdl_runner.run("desc_fetch_tb", "test_desc_fetch", "fetch", f"desc_fetch_{case}_w{width}",
+    rtl_build.run("desc_fetch_tb", "test_desc_fetch", "fetch", f"desc_fetch_{case}_w{width}",
                    parameters=width_generics(width),
                    env={"MPRACE_SEED": env_int("MPRACE_SEED", 0) or (len(case) * 7919 + ring),
                         "MPRACE_RING": ring, "MPRACE_RCB": rcb, "MPRACE_MRRS": mrrs,
                         "MPRACE_BUSY": busy, "MPRACE_BAD": bad, "MPRACE_TOGGLE": toggle,
                         "MPRACE_COUNT": 200, "MPRACE_STRADDLE": int(width.endswith("s"))},
-                   extra_sources=["desc_fetch/desc_fetch_tb.vhd"])
+                   extra_sources=[Path(__file__).parent / "desc_fetch_tb.vhd"])

@@ -14,8 +14,8 @@ from cocotb.triggers import Timer
 from cocotb.utils import get_sim_time
 from cocotbext.pcie.core.tlp import TlpType
 
-import hdl_runner
-from mprace_tb import (C2H, H2C, TB, Ring, S, env_int, pattern_bytes, pause_pattern)
+import rtl_build
+from pcie_env import (C2H, H2C, TB, Ring, S, env_int, pattern_bytes, pause_pattern)
 
 TOPLEVEL = "mprace_dma_top"
 MODULE = "test_dma_top"
@@ -1550,7 +1550,7 @@ async def throughput(dut):
     both = {ch: (nb, t) for run_, ch, nb, t, g, limit in rows if "+" in run_}
     busy = 100 * rq_busy(lim, tb.mps, tb.mrrs, both[C2H][0], both[H2C][0],
                          max(t for nb, t in both.values()))
-    out = (hdl_runner.build_root() /
+    out = (rtl_build.build_root() /
            f"throughput-{tb.variant}-mps{tb.mps}-mrrs{tb.mrrs}-gen{tb.gen}.csv")
     with open(out, "w") as f:
         f.write("run,direction,bytes,ns,GBps,tlp_max_GBps,link_tlp_max_GBps,percent,"
@@ -1681,7 +1681,7 @@ def run(testcase, name=None, width="256", **env):
         params["rq_straddle_g"] = "false"
         params["rc_straddle_g"] = "false"
         env["straddle"] = 0
-    hdl_runner.run(TOPLEVEL, MODULE, testcase, f"{name}_w{width}", parameters=params,
+    rtl_build.run(TOPLEVEL, MODULE, testcase, f"{name}_w{width}", parameters=params,
                    env={f"MPRACE_{k.upper()}": v for k, v in env.items()})
 
 
@@ -1799,7 +1799,7 @@ def test_throughput(mps, mrrs, gen, width):
     size = os.environ.get("MPRACE_BENCH_BYTES", str((2 << 20) if os.environ.get("HDL_SOAK") else (512 << 10)))
     name = f"throughput_mps{mps}_mrrs{mrrs}_gen{gen}"
     run("throughput", name, mps=mps, mrrs=mrrs, gen=gen, bytes=size, width=width)
-    print((hdl_runner.build_root() / f"throughput-w{width}-mps{mps}-mrrs{mrrs}-gen{gen}.csv").read_text())
+    print((rtl_build.build_root() / f"throughput-w{width}-mps{mps}-mrrs{mrrs}-gen{gen}.csv").read_text())
 
 
 def test_max_desc(width):

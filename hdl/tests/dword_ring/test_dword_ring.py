@@ -8,8 +8,8 @@ import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, ReadOnly
 
-import hdl_runner
-from mprace_tb import env_int, quiet_logs
+import rtl_build
+from pcie_env import env_int, quiet_logs
 
 
 
@@ -74,6 +74,6 @@ async def random_access(dut):
 def test_dword_ring(depth_log2, width):
     if depth_log2 == "min":                   # two rows of one beat
         depth_log2 = (width // 32).bit_length()
-    hdl_runner.run("mprace_dword_ring", "test_dword_ring", "random_access",
+    rtl_build.run("mprace_dword_ring", "test_dword_ring", "random_access",
                    f"dword_ring_{depth_log2}_w{width}", env={"MPRACE_SEED": depth_log2},
                    parameters={"depth_log2_g": depth_log2, "data_w_g": width})

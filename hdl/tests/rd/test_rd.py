@@ -11,6 +11,7 @@ in order through ready_pos while the channel, consuming behind it at its own pac
 space. A failed completion (UR, CA, poisoned: BUS_ERROR; the core's timeout: TIMEOUT) must
 stop ready_pos at the failed request's position and report it there."""
 import random
+from pathlib import Path
 
 import cocotb
 import pytest
@@ -18,8 +19,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
 from cocotbext.axi import AxiStreamBus, AxiStreamSink
 
-import hdl_runner
-from mprace_tb import (WIDTHS, RcDriver, env_int, pause_pattern, quiet_logs, rc_completion,
+import rtl_build
+from pcie_env import (WIDTHS, RcDriver, env_int, pause_pattern, quiet_logs, rc_completion,
                        rcb_cut, rq_tlp, width_generics)
 
 RING_LOG2 = 12
@@ -244,10 +245,10 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_rd(case, width):
     mrrs, rcb, busy, fail = CASES[case]
-    hdl_runner.run("rd_tb", "test_rd", "read", f"rd_{case}_w{width}",
+    rtl_build.run("rd_tb", "test_rd", "read", f"rd_{case}_w{width}",
                    parameters=width_generics(width),
                    env={"MPRACE_SEED": env_int("MPRACE_SEED", 0) or (len(case) * 15485863 + mrrs),
                         "MPRACE_MRRS": mrrs, "MPRACE_RCB": rcb, "MPRACE_BUSY": busy,
                         "MPRACE_FAIL": fail, "MPRACE_COUNT": 30,
                         "MPRACE_STRADDLE": int(width.endswith("s"))},
-                   extra_sources=["rd/rd_tb.vhd"])
+                   extra_sources=[Path(__file__).parent / "rd_tb.vhd"])

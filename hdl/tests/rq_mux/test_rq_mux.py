@@ -6,6 +6,7 @@ passes gaps through: the core forbids them, so the sources must not make any). I
 bulk input (bulk_g, the engine's C2H writes): no packet of it may start while a packet of
 another input waits."""
 import random
+from pathlib import Path
 
 import cocotb
 import pytest
@@ -13,8 +14,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
-import hdl_runner
-from mprace_tb import PacketMonitor, env_int, pause_pattern, quiet_logs
+import rtl_build
+from pcie_env import PacketMonitor, env_int, pause_pattern, quiet_logs
 
 PORTS = 3
 
@@ -125,7 +126,7 @@ async def random_packets(dut):
 @pytest.mark.parametrize("width", [256, 512], ids=lambda w: f"w{w}")
 @pytest.mark.parametrize("busy", [0, 30, 70])
 def test_rq_mux(busy, width):
-    hdl_runner.run("rq_mux_tb", "test_rq_mux", "random_packets", f"rq_mux_{busy}_w{width}",
+    rtl_build.run("rq_mux_tb", "test_rq_mux", "random_packets", f"rq_mux_{busy}_w{width}",
                    parameters={"data_w_g": width},
                    env={"MPRACE_SEED": busy + 1, "MPRACE_BUSY": busy},
-                   extra_sources=["rq_mux/rq_mux_tb.vhd"])
+                   extra_sources=[Path(__file__).parent / "rq_mux_tb.vhd"])

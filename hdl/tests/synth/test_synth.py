@@ -5,16 +5,16 @@ import subprocess
 
 import pytest
 
-import hdl_runner
+import rtl_build
 
 
-BOARD = hdl_runner.TOP / "hdl" / "board"
+BOARD = rtl_build.TOP / "hdl" / "board"
 
 
 def ghdl_synth(extra=(), top="mprace_dma_top", more_sources=()):
-    work = hdl_runner.build_root() / "synth"
+    work = rtl_build.build_root() / "synth"
     work.mkdir(parents=True, exist_ok=True)
-    files = [str(f) for f in list(hdl_runner.SOURCES) + list(more_sources)]
+    files = [str(f) for f in list(rtl_build.SOURCES) + list(more_sources)]
     subprocess.run(["ghdl", "-a", "--std=08", f"--workdir={work}"] + files, check=True,
                    capture_output=True, text=True)
     return subprocess.run(["ghdl", "--synth", "--std=08", f"--workdir={work}", *extra, top],

@@ -12,8 +12,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import hdl_runner  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "cosim"))
+import rtl_build  # noqa: E402
 
 
 def main():
@@ -24,7 +24,7 @@ def main():
     args = ap.parse_args()
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="mprace-synth-"))
     work.mkdir(parents=True, exist_ok=True)
-    files = [str(f) for f in hdl_runner.SOURCES]
+    files = [str(f) for f in rtl_build.SOURCES]
     subprocess.run(["ghdl", "-a", "--std=08", f"--workdir={work}"] + files, check=True)
     net = subprocess.run(["ghdl", "--synth", "--std=08", f"--workdir={work}", "--out=verilog",
                           f"-gdata_w_g={args.width}", "mprace_dma_top"], check=True, capture_output=True, text=True).stdout

@@ -11,6 +11,7 @@ descriptor that failed its checks (a record-only write, or with no valid slot a 
 and an abort while the engine waits for data (a record of the bytes written so far, ABORTED)."""
 import collections
 import random
+from pathlib import Path
 
 import cocotb
 import pytest
@@ -18,8 +19,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer, with_timeout
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
-import hdl_runner
-from mprace_tb import PacketMonitor, env_int, pause_pattern, quiet_logs, rq_tlp
+import rtl_build
+from pcie_env import PacketMonitor, env_int, pause_pattern, quiet_logs, rq_tlp
 
 DONE, ERROR, EOP = 1, 2, 4
 ABORTED = 7
@@ -259,10 +260,10 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_wr(case, width, straddle):
     mps, busy, packets, ending = CASES[case]
-    hdl_runner.run("wr_tb", "test_wr", "write", f"wr_{case}_w{width}{'s' if straddle else ''}",
+    rtl_build.run("wr_tb", "test_wr", "write", f"wr_{case}_w{width}{'s' if straddle else ''}",
                    parameters={"data_w_g": width, "straddle_g": "true" if straddle else "false"},
                    env={"MPRACE_SEED": env_int("MPRACE_SEED", 0) or (len(case) * 104729 + mps),
                         "MPRACE_STRADDLE": straddle,
                         "MPRACE_MPS": mps, "MPRACE_BUSY": busy, "MPRACE_PACKETS": packets,
                         "MPRACE_END": ending, "MPRACE_COUNT": 30},
-                   extra_sources=["wr/wr_tb.vhd"])
+                   extra_sources=[Path(__file__).parent / "wr_tb.vhd"])

@@ -1,4 +1,5 @@
-"""Testbench for mprace_dma_top: the engine between cocotbext-pcie's RootComplex and its model of
+"""The PCIe environment of mprace_dma_top (the HDL suite and the co-simulation's sim_board.py
+import it from here): the engine between cocotbext-pcie's RootComplex and its model of
 the Xilinx PCIe block at the engine's width: UltraScalePcieDevice (Gen3 x8) for data_w_g = 256,
 UltraScalePlusPcieDevice (Gen3 x16, or Gen4 x8 with MPRACE_GEN=4) for 512; with helpers for
 registers, descriptor rings and the user streams.

@@ -1,7 +1,10 @@
-"""Builds the RTL with GHDL and runs cocotb tests through cocotb_tools.runner.
+"""The RTL's source list (one place: the HDL suite, the co-simulation's launch.py and the
+synthesis estimate read it) and the GHDL build and cocotb run of the HDL suite.
 
-Build products go to $MPRACE_HDL_BUILD (the test script points it into the build tree), one
-directory per pytest-xdist worker and top level, never into the source tree.
+Paths are found from this file: hdl/cosim/../rtl and ../../spec, in the source tree and in an
+installed data directory alike (share/mprace mirrors that layout). Build products go to
+$MPRACE_HDL_BUILD (the test script points it into the build tree), one directory per
+pytest-xdist worker and top level, never into the source tree.
 """
 import os
 import tempfile
@@ -34,12 +37,12 @@ def build_root():
 
 def run(toplevel, module, testcase, name, env=None, parameters=None, extra_sources=()):
     """Run cocotb test `testcase` of `module` against `toplevel` (with generics `parameters`);
-    extra_sources are test wrappers, relative to hdl/tests. Raises if the test fails."""
+    extra_sources are the test's own wrappers (paths). Raises if the test fails."""
     # imported here: the source list above serves tools without cocotb (yosys_estimate.py)
     from cocotb_tools.runner import get_runner
     runner = get_runner("ghdl")
     bdir = build_root() / toplevel
-    sources = SOURCES + [Path(__file__).parent / f for f in extra_sources]
+    sources = SOURCES + [Path(f) for f in extra_sources]
     runner.build(sources=sources, hdl_toplevel=toplevel,
                  build_dir=bdir, build_args=["--std=08"])
     extra = {"COCOTB_LOG_LEVEL": "WARNING", "PYTHONDONTWRITEBYTECODE": "1"}
