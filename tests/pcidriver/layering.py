@@ -5,6 +5,8 @@
 * every #include "..." of a layer resolves in that layer or one below it (spec/ at the
   bottom; libpcidriver; the virtual board beside the kernel backend; libmprace; libbufmgr;
   the tools) - nothing includes from a layer above or beside it;
+* the co-simulation runtime (hdl/cosim, installed on its own) never reaches into the HDL tests
+  (hdl/tests) or outside the layout it is installed in (hdl/, spec/);
 * the built libpcidriver and libmprace contain no virtual board code and do not depend on
   its library: an application that never names "emu:" carries no simulator;
 * a static build of libpcidriver (its sources compiled without -fPIC, as for libpcidriver.a)
@@ -30,6 +32,9 @@ LAYERS = {
     "libmprace": (["libmprace"], ["libmprace/include", "libmprace/src"] + PCIDRIVER + SPEC),
     "libbufmgr": (["libbufmgr/include"], ["libbufmgr/include", "libmprace/include"] +
                   PCIDRIVER + SPEC),
+    # the tools register the virtual board at link time (its public header only)
+    "tools": (["tools"], ["tools/common", "libbufmgr/include", "libmprace/include",
+                          "vboard/include"] + PCIDRIVER + SPEC),
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -51,11 +56,32 @@ for layer, (srcs, incs) in LAYERS.items():
                 with open(path, encoding="utf-8") as fh:
                     text = fh.read()
                 for inc in INCLUDE.findall(text):
+                    if inc == "config.h":
+                        continue   # configure's, in the build tree's top
                     dirs = [root] + [os.path.join(top, d) for d in [src] + incs]
                     if not any(os.path.isfile(os.path.join(d, inc)) for d in dirs):
                         bad.append(f"{os.path.relpath(path, top)}: \"{inc}\"")
     check(not bad, f"layering: {layer} includes only from itself and the layers below",
           "; ".join(bad[:5]))
+
+# hdl/cosim: imports only its own modules, the generated spec (../../spec/python) and
+# installed packages; no path into hdl/tests or above the installed layout.
+cosim = os.path.join(top, "hdl", "cosim")
+bad = []
+own = {f[:-3] for f in os.listdir(cosim) if f.endswith(".py")}
+for f in sorted(os.listdir(cosim)):
+    if not f.endswith(".py"):
+        continue
+    with open(os.path.join(cosim, f), encoding="utf-8") as fh:
+        text = fh.read()
+    code = re.sub(r'("""|\'\'\')(.|\n)*?\1', "", text)   # docstrings may name the tests
+    code = re.sub(r"#.*", "", code)
+    if re.search(r'"tests"|hdl/tests|parents\[[3-9]\]', code):
+        bad.append(f"{f}: reaches outside hdl/cosim, hdl/rtl and spec/")
+    for mod in re.findall(r"^\s*(?:from|import)\s+(\w+)", code, re.M):
+        if mod in ("mprace_tb", "hdl_runner", "conftest") or mod.startswith("test_"):
+            bad.append(f"{f}: imports {mod}")
+check(not bad, "layering: hdl/cosim never reaches into hdl/tests", "; ".join(bad[:5]))
 
 
 def dynsyms(lib):
