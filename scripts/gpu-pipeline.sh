@@ -24,9 +24,9 @@ build() {
 	(cd "$b" && "$top/configure" -q --disable-shared --enable-static --with-cuda \
 		--disable-kernel-module --disable-hdl)
 	make -C "$b" -j"$(nproc)" >/dev/null
-	make -C "$b/tests/gpu" test_gpu_refuse test_gpu_stage test_gpu_dmabuf bench_gpu_stage >/dev/null
+	make -C "$b/tests/gpu" test_gpu_refuse test_gpu_stage test_gpu_dmabuf >/dev/null
 	local bins=("$b/tools/dmabench" "$b/tests/gpu/test_gpu_refuse" "$b/tests/gpu/test_gpu_stage"
-		"$b/tests/gpu/test_gpu_dmabuf" "$b/tests/gpu/bench_gpu_stage")
+		"$b/tests/gpu/test_gpu_dmabuf")
 	cp "${bins[@]}" "$bundle/"
 	(cd "$bundle" && strip "${bins[@]##*/}")
 	git -C "$top" describe --always --dirty >"$bundle/REVISION" 2>/dev/null || true

@@ -21,7 +21,7 @@ except ModuleNotFoundError:  # Python < 3.11
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPEC = "spec/dma-engine.toml"
-C_HEADER = "spec/include/mprace/engine_spec.h"
+C_HEADER = "spec/include/mprace-spec/engine_spec.h"
 VHDL_PKG = "spec/vhdl/engine_spec_pkg.vhd"
 PY_MODULE = "spec/python/engine_spec.py"
 KERNEL_IDS = "spec/kernel/pcidriver_ids.h"

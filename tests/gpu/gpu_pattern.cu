@@ -4,7 +4,7 @@
 
 #include "bufmgr/cuda_transform.cuh"
 #include "gpu_pattern.h"
-#include "mprace/pattern.h"
+#include "mprace-spec/pattern.h"
 
 namespace {
 

@@ -1,21 +1,19 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# Builds and runs the GPU tests and figures of the CUDA stage on a machine with a GPU, nvcc,
-# a C/C++ compiler and Boost headers; no configure, no libcheck needed:
+# Builds and runs the GPU tests of the CUDA stage on a machine with a GPU, nvcc, a C/C++
+# compiler and Boost headers; no configure, no libcheck needed:
 #
 #   tests/gpu/run-gpu-tests.sh
 #
-# Builds libpcidriver, the virtual board and libmprace from the sources their Makefiles list, the GPU tests and bufmgr_bench, into $BUILD (default: build-gpu/ in the
-# source tree); then runs
+# Builds libpcidriver, the virtual board and libmprace from the sources their Makefiles list and
+# the GPU tests into $BUILD (default: build-gpu/ in the source tree); then runs
 #   test_gpu_refuse   kernel-memory buffers refused before any CUDA call
 #   test_gpu_stage    FPGA -> host -> GPU and back, data checked on the GPU and by the board
 #   test_gpu_dmabuf   GPU memory exported as a dma-buf; the virtual board refuses it
-#   bench_gpu_stage   board alone / serial fill-then-copy / relay, MB/s (figures)
-#   bufmgr_bench      the buffer algorithms on emu:link=gen3x8 and on the memcpy model at
-#                     7000 MB/s (figures; needs no GPU)
-# Figures also go to CSV/text files in $BUILD/results (and $OUT, if set, e.g. by a CI runner).
+# The figures of the GPU paths are dmabench's (modes hg, gh, fi, fi-serial, gi, ...):
+# scripts/gpu-pipeline.sh builds it with the GPU tests and runs the sweeps.
 # Exit status: 0 if every test passed (or skipped: no GPU), 1 otherwise.
-# Environment: NVCC, CUDA_HOME, CC, CXX, BUILD, JOBS, SKIP_BENCH=1 (tests only).
+# Environment: NVCC, CUDA_HOME, CC, CXX, BUILD, JOBS.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD:-$top/build-gpu}
@@ -25,7 +23,7 @@ CC=${CC:-gcc}
 CXX=${CXX:-g++}
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 [ -x "$NVCC" ] || { echo "run-gpu-tests: nvcc not found (set NVCC or CUDA_HOME)" >&2; exit 1; }
-mkdir -p "$build/obj" "$build/results"
+mkdir -p "$build/obj"
 cd "$top"
 
 # The library sources, as the automake fragments list them (continuation lines joined).
@@ -59,12 +57,11 @@ mk=$build/Makefile
 		esac
 	done
 	echo "LIBOBJS =$objs"
-	echo "all: test_gpu_refuse test_gpu_stage test_gpu_dmabuf bench_gpu_stage bufmgr_bench"
+	echo "all: test_gpu_refuse test_gpu_stage test_gpu_dmabuf"
 	echo "obj/gpu_pattern.o: \$(TOP)/tests/gpu/gpu_pattern.cu \$(TOP)/tests/gpu/gpu_pattern.h; \$(NVCC) \$(NVCCFLAGS) -std=c++17 -I\$(TOP)/spec/include -I\$(TOP)/libbufmgr/include -I\$(TOP)/pcidriver/lib -c -o \$@ \$<"
-	for t in test_gpu_refuse test_gpu_stage test_gpu_dmabuf bench_gpu_stage; do
+	for t in test_gpu_refuse test_gpu_stage test_gpu_dmabuf; do
 		echo "$t: \$(TOP)/tests/gpu/$t.cpp obj/gpu_pattern.o \$(LIBOBJS); \$(CXX) \$(CPPFLAGS) \$(CXXFLAGS) -MMD -o \$@ \$< obj/gpu_pattern.o \$(LIBOBJS) \$(LIBS)"
 	done
-	echo "bufmgr_bench: \$(TOP)/libbufmgr/bench/bufmgr_bench.cpp \$(LIBOBJS); \$(CXX) \$(CPPFLAGS) \$(CXXFLAGS) -MMD -o \$@ \$< \$(LIBOBJS) -lpthread -lm"
 	echo "-include obj/*.d *.d"
 } >"$mk"
 echo "== build in $build (nvcc: $NVCC)"
@@ -85,18 +82,5 @@ run_test test_gpu_refuse
 run_test test_gpu_stage
 run_test test_gpu_dmabuf
 
-if [ "${SKIP_BENCH:-0}" != 1 ]; then
-	echo "== bench_gpu_stage (figures)"
-	"$build/bench_gpu_stage" 256 | tee "$build/results/bench_gpu_stage.txt" || true
-	echo "== bufmgr_bench on emu:link=gen3x8 (figures)"
-	"$build/bufmgr_bench" --csv "$build/results/bufmgr_bench_gen3x8.csv" | tee "$build/results/bufmgr_bench_gen3x8.txt" || true
-	"$build/bufmgr_bench" --double 128K --stream 16 128K --min 1M --max 64M \
-		--csv "$build/results/bufmgr_bench_gen3x8_128k.csv" | tee "$build/results/bufmgr_bench_gen3x8_128k.txt" || true
-	"$build/bufmgr_bench" --memcpy 7000 --min 64K --max 64M \
-		--csv "$build/results/bufmgr_bench_memcpy7000.csv" | tee "$build/results/bufmgr_bench_memcpy7000.txt" || true
-	if [ -n "${OUT:-}" ]; then
-		mkdir -p "$OUT" && cp "$build"/results/* "$OUT"/
-	fi
-fi
 echo "== run-gpu-tests: $([ $status = 0 ] && echo PASS || echo FAIL)"
 exit $status

@@ -20,8 +20,8 @@
 #include "bufmgr/cuda.hpp"
 #include "bufmgr/cuda_direct.hpp"
 #include "gpu_test.hpp"
-#include "mprace/pattern.h"
-#include "mprace/vboard.h"
+#include "mprace-spec/pattern.h"
+#include "vboard/vboard.h"
 
 using gputest::report;
 using gputest::thrown;
@@ -93,7 +93,7 @@ int main()
 			    "modules do): SKIP\n");
 		return 77;
 	}
-	mp_vboard_register();
+	vboard_register();
 	const std::size_t size = 4u << 20;
 	GpuMem gpu(size);
 

@@ -10,7 +10,7 @@
 #include "bufmgr/cuda.hpp"
 #include "bufmgr/mprace_transfer.hpp"
 #include "gpu_test.hpp"
-#include "mprace/vboard.h"
+#include "vboard/vboard.h"
 
 using namespace bufmgr;
 using gputest::report;
@@ -34,7 +34,7 @@ int main()
 		report(t.buffer_count() == 0, "nothing adopted");
 	});
 
-	mp_vboard_register(); // the virtual board linked in: no plugin needed
+	vboard_register(); // the virtual board linked in: no plugin needed
 	gputest::run("FpgaToGpu refuses a board transfer with kernel memory (virtual board)", [] {
 		mprace::Board board("emu:link=ideal");
 		mprace::DMAEngine engine(board);

@@ -17,7 +17,7 @@
 #include "bufmgr/mprace_transfer.hpp"
 #include "gpu_pattern.h"
 #include "gpu_test.hpp"
-#include "mprace/vboard.h"
+#include "vboard/vboard.h"
 
 using namespace bufmgr;
 using gputest::report;
@@ -76,7 +76,7 @@ int main()
 	std::printf("# GPU 0 of %d: %s\n", ngpu, prop.name);
 	cuda::DeviceBuffer big = gpu_buffer(64 * MiB + 12);
 
-	mp_vboard_register(); // the virtual board linked in: no plugin needed
+	vboard_register(); // the virtual board linked in: no plugin needed
 	gputest::run("FPGA (memcpy model) -> host -> GPU, pattern checked on the GPU", [&] {
 		MemcpyOptions o;
 		o.granule = 4;

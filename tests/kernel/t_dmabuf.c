@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "mprace/mprace.h"
-#include "mprace/pattern.h"
-#include "mprace/vboard.h"
+#include "mprace-spec/pattern.h"
+#include "vboard/vboard.h"
 #include "pdtest.h"
 
 #define PAGE		4096UL
@@ -163,7 +163,7 @@ static int emu_round_trip(int c2h_fd, int c2h_mfd, int h2c_fd, int h2c_mfd, size
 	int ret;
 
 	*why = "open emu:";
-	ret = mp_vboard_register();
+	ret = vboard_register();
 	if (!ret)
 		ret = mp_board_open("emu:", 0, &board);
 	if (!ret) {
@@ -260,7 +260,7 @@ static void dmabuf_readonly(int fd)
 		pd_device *emu = NULL;
 		pd_umem *um = NULL;
 
-		if (!mp_vboard_register() && !pd_open("emu:", &emu)) {
+		if (!vboard_register() && !pd_open("emu:", &emu)) {
 			d = pd_dmabuf_import(emu, ro, PD_DMA_FROM_DEVICE, &um);
 			e = pd_dmabuf_import(emu, ro, PD_DMA_TO_DEVICE, &um);
 			pd_close(emu);

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "mprace/mprace.hpp"
-#include "mprace/pattern.h"
+#include "mprace-spec/pattern.h"
 
 using namespace mprace;
 using Clock = std::chrono::steady_clock;

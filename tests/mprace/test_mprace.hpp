@@ -14,7 +14,7 @@
 
 #include "check_main.h"
 #include "mprace/mprace.hpp"
-#include "mprace/pattern.h"
+#include "mprace-spec/pattern.h"
 
 namespace mptest {
 
@@ -22,7 +22,7 @@ using namespace mprace;
 
 constexpr std::size_t KiB = 1024, MiB = 1024 * 1024;
 
-// The pattern the generator sends and the checker expects (mprace/pattern.h), in whole words.
+// The pattern the generator sends and the checker expects (mprace-spec/pattern.h), in whole words.
 inline void fillPattern(void *p, std::size_t len, std::uint32_t seed)
 {
 	mp_pattern_fill(p, len & ~std::size_t(3), 0, seed);

@@ -10,7 +10,7 @@
 
 #include "check_main.h"
 #include "mprace/mprace.h"
-#include "mprace/pattern.h"
+#include "mprace-spec/pattern.h"
 
 static void fill(void *p, size_t len, uint32_t seed)
 {

@@ -5,6 +5,10 @@
 * every #include "..." of a layer resolves in that layer or one below it (spec/ at the
   bottom; libpcidriver; the virtual board beside the kernel backend; libmprace; libbufmgr;
   the tools) - nothing includes from a layer above or beside it;
+* each installed header folder holds one layer's headers (mprace-spec/ the spec's, mprace/
+  libmprace's, vboard/ the virtual board's, pcidriver/ libpcidriver's), and nothing in the
+  tree includes the deprecated paths kept for one release (mprace/vboard.h,
+  mprace/engine_spec.h, mprace/pattern.h);
 * the co-simulation runtime (hdl/cosim, installed on its own) never reaches into the HDL tests
   (hdl/tests) or outside the layout it is installed in (hdl/, spec/);
 * the built libpcidriver and libmprace contain no virtual board code and do not depend on
@@ -63,6 +67,26 @@ for layer, (srcs, incs) in LAYERS.items():
                         bad.append(f"{os.path.relpath(path, top)}: \"{inc}\"")
     check(not bad, f"layering: {layer} includes only from itself and the layers below",
           "; ".join(bad[:5]))
+
+# Installed header folders: one per layer (the folders under each layer's include directory).
+FOLDERS = {"spec/include": ["mprace-spec"], "libmprace/include": ["mprace"],
+           "vboard/include": ["vboard"]}
+bad = []
+for inc, want in FOLDERS.items():
+    have = sorted(d for d in os.listdir(os.path.join(top, inc))
+                  if os.path.isdir(os.path.join(top, inc, d)))
+    if have != want:
+        bad.append(f"{inc} holds {have}, expected {want}")
+DEPRECATED = re.compile(r'#\s*include\s+["<](mprace/(?:vboard|engine_spec|pattern)\.h)[">]')
+for root, dirs, files in os.walk(top):
+    dirs[:] = [d for d in dirs if d not in (".git", "build", "compat") and not d.startswith("build-")]
+    for f in files:
+        if f.endswith((".c", ".h", ".cpp", ".hpp", ".cu", ".cuh")):
+            with open(os.path.join(root, f), encoding="utf-8", errors="replace") as fh:
+                for m in DEPRECATED.findall(fh.read()):
+                    bad.append(f"{os.path.relpath(os.path.join(root, f), top)} includes {m}")
+check(not bad, "layering: one layer per installed header folder, no deprecated include paths",
+      "; ".join(bad[:5]))
 
 # hdl/cosim: imports only its own modules, the generated spec (../../spec/python) and
 # installed packages; no path into hdl/tests or above the installed layout.

@@ -197,6 +197,19 @@ if [ $rc -eq 0 ] && grep -q '^clock: board CYCLE counter at [0-9]* MHz' "$WORK/o
 else
 	not_ok "latency modes (rc=$rc)"; diag "$WORK/err" "$WORK/out" "$WORK/v/lat-latency.csv"
 fi
+# The CPU cost modes time only the library's calls, in the caller's CPU time: per operation far
+# below a blocking transfer's wall time on a paced link (64 KiB at gen3x8: ~10 us), and a batch
+# of 64 per submit call costs no more per operation than single submits (one doorbell each).
+run "$DMABENCH" --device emu:link=gen3x8 -m c2h,ops-c2h,ops-c2h-b64,ops-h2c -s 64K -n 2000 -r 3 --no-progress --plot none -o "$WORK/v/ops"
+if [ $rc -eq 0 ] && awk -F, '$3 == 65536 { t[$1] = $6 }
+	END { exit !(t["c2h"] > 5 && t["ops-c2h"] > 0 && t["ops-c2h"] < t["c2h"] / 3 &&
+		     t["ops-h2c"] > 0 && t["ops-h2c"] < t["c2h"] / 3 &&
+		     t["ops-c2h-b64"] > 0 && t["ops-c2h-b64"] <= t["ops-c2h"] * 1.5) }' "$WORK/v/ops.csv" &&
+   grep -q "the calling thread's CPU time in those calls only" "$WORK/out"; then
+	ok "ops-c2h/-b64/ops-h2c: CPU per operation, a fraction of a blocking 64 KiB transfer"
+else
+	not_ok "CPU cost modes (rc=$rc)"; diag "$WORK/err" "$WORK/v/ops.csv"
+fi
 # The bufmgr modes are compared with raw DMA of their direction from the same run.
 run "$DMABENCH" --device emu: -m c2h,db64K-c2h -s 64K,1M -n 3 --no-progress --plot none -o "$WORK/v/eff"
 eff=$(awk -F, '$1 == "db64K-c2h" && $3 == 1048576 { print $8 "," $9 }' "$WORK/v/eff.csv")

@@ -29,8 +29,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "mprace/engine_spec.h"
-#include "mprace/vboard.h"
+#include "mprace-spec/engine_spec.h"
+#include "vboard/vboard.h"
 #include "pcidriver/pcidriver.h"
 
 static uint64_t ns_of(clockid_t c)
@@ -424,7 +424,7 @@ static void sgbench(const char *opts, uint64_t mib, uint64_t buf_mib, const char
 
 int main(int argc, char **argv)
 {
-	mp_vboard_register(); /* the virtual board linked in: no plugin needed */
+	vboard_register(); /* the virtual board linked in: no plugin needed */
 	if (argc >= 2 && !strcmp(argv[1], "ops")) {
 		ops(argc > 2 ? argv[2] : "emu:link=ideal", argc > 3 ? atol(argv[3]) : 200000);
 		return 0;

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "check_main.h"
-#include "mprace/engine_spec.h"
-#include "mprace/pattern.h"
+#include "mprace-spec/engine_spec.h"
+#include "mprace-spec/pattern.h"
 #include "pcidriver/pcidriver.h"
 
 /* Generous: the suites share two cores with other builds. */
@@ -251,7 +251,7 @@ static inline void set_test(struct eb *b, uint32_t src, uint32_t sink)
 }
 
 /* Index of the first of nwords words at buf that differs from the pattern from first, or -1
- * (mprace/pattern.h). */
+ * (mprace-spec/pattern.h). */
 static inline long pattern_mismatch(const uint8_t *buf, size_t nwords, uint32_t first)
 {
 	int64_t bad = mp_pattern_find_mismatch(buf, 4 * nwords, 0, first);

@@ -27,6 +27,7 @@ std::unique_ptr<Mode> make_mode(const std::string &canonical, Env &env)
 	case Family::Dma: return make_dma_mode(s, env);
 	case Family::Loopback: return make_loopback_mode(s, env);
 	case Family::Pio: return make_pio_mode(s, env);
+	case Family::Ops: return make_ops_mode(s, env);
 	case Family::BufMgr: return make_bufmgr_mode(s, env);
 	case Family::Gpu: return make_gpu_mode(s, env);
 	}

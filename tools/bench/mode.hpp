@@ -7,6 +7,7 @@
 #ifndef TOOLS_DMABENCH_MODE_HPP
 #define TOOLS_DMABENCH_MODE_HPP
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -78,6 +79,10 @@ public:
 	// Latency modes: the round trip of every transfer since the last call, in microseconds
 	// (others: none). The sweep takes them before and after the timed blocks of a size.
 	virtual std::vector<double> take_latencies() { return {}; }
+	// Modes that time only part of what run() does (the CPU cost modes: the calling thread's
+	// CPU time in the library's calls): its seconds in the last run(), which the sweep reports
+	// instead of its clock's; NaN for the others.
+	virtual double own_seconds() const { return std::nan(""); }
 };
 
 // What modes share: the board and its one DMAEngine, opened on first use (so host-only modes

@@ -8,7 +8,7 @@
 
 #include "../common/units.hpp"
 #include "bufmgr/copy_workers.hpp"
-#include "mprace/engine_spec.h"
+#include "mprace-spec/engine_spec.h"
 
 using tools::format_size_short;
 using tools::to_lower;
@@ -25,6 +25,8 @@ const std::vector<ModeInfo> &mode_table()
 		{"loopback", "lb", "H2C and C2H at once through the engine's loopback (round trip)", false},
 		{"lat-c2h", "", "raw DMA card->host, each transfer's round trip (submit -> completion seen): p50/p99/p99.9/max", false},
 		{"lat-h2c", "", "the same host->card", false},
+		{"ops-c2h[-bN]", "", "host CPU cost of libmprace per C2H operation: the calling thread's CPU time in submit + complete only (N per submit call with -bN; sizes up to 16M)", false},
+		{"ops-h2c[-bN]", "", "the same for H2C", false},
 		{"pio-read", "", "CPU reads of a BAR, 32 bits at a time (sizes up to --pio-max)", false},
 		{"pio-write", "", "CPU writes to a BAR, 32 bits at a time (sizes up to --pio-max)", false},
 		{"cb<S>[-c2h|-h2c]", "", "bufmgr ChunkBuffer, one DMA buffer of S bytes", false},
@@ -133,6 +135,23 @@ ModeSpec parse_mode(const std::string &name)
 		s.family = Family::Dma;
 		s.c2h = n == "lat-c2h";
 		s.latency = true;
+	} else if (n.compare(0, 7, "ops-c2h") == 0 || n.compare(0, 7, "ops-h2c") == 0) {
+		s.family = Family::Ops;
+		s.c2h = n[4] == 'c';
+		std::string rest = n.substr(7);
+		if (!rest.empty()) {
+			std::uint64_t b = 0;
+			if (rest.compare(0, 2, "-b") == 0) {
+				try {
+					b = tools::parse_u64(rest.substr(2), "batch");
+				} catch (const std::invalid_argument &) {
+				}
+			}
+			if (b < 1 || b > 256)
+				throw BadMode("mode '" + name + "': ops-c2h/ops-h2c take a batch of 1 to 256 "
+					      "operations per submit call as -bN, e.g. ops-c2h-b64");
+			s.batch = static_cast<unsigned>(b);
+		}
 	} else if (n == "loopback") {
 		s.family = Family::Loopback;
 	} else if (n == "pio-read" || n == "pio-write") {
@@ -202,6 +221,10 @@ ModeSpec parse_mode(const std::string &name)
 				       (s.algo == 'p' ? "x" + std::to_string(s.buf_count) : "");
 		if (s.samples)
 			s.canonical += ":i16f";
+		break;
+	case Family::Ops:
+		s.canonical = std::string(s.c2h ? "ops-c2h" : "ops-h2c") +
+			      (s.batch > 1 ? "-b" + std::to_string(s.batch) : "");
 		break;
 	default:
 		s.canonical = n;

@@ -2,7 +2,12 @@
 //
 // Modes that use the board directly through libmprace: raw DMA (kernel or user memory), the
 // loopback round trip, and PIO.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <ctime>
+#include <stdexcept>
+#include <thread>
 #include <cstring>
 #include <sys/mman.h>
 #include <utility>
@@ -341,8 +346,116 @@ private:
 	std::vector<std::uint32_t> buf_;
 };
 
+// --------------------------------------------------------------------- CPU cost per op
+
+// The host CPU cost of libmprace per operation: rounds of operations are submitted (one
+// submit call each, or -bN: N per call, one doorbell), the board is given time to finish them
+// all, and the completions are taken (Transfer::get, handles released). Only the submit and
+// complete calls are timed, in the calling thread's CPU time, so the figure is what the
+// library costs the host, without the board's time; the fitted latency is that cost per
+// operation. A round fits the ring, so every submit call writes the doorbell once and nothing
+// waits in software.
+class OpsMode : public Mode {
+public:
+	OpsMode(const ModeSpec &s, Env &env) : s_(s), env_(env) {}
+	std::string name() const override { return s_.canonical; }
+	std::string direction() const override { return s_.c2h ? "c2h" : "h2c"; }
+	std::string description() const override
+	{
+		return std::string("host CPU cost of libmprace per ") + (s_.c2h ? "C2H" : "H2C") +
+		       std::string(s_.c2h ? " operation into" : " operation from") + " kernel memory: submit + complete, " +
+		       (s_.batch > 1 ? std::to_string(s_.batch) + " operations per submit call"
+				     : std::string("one submit call each")) +
+		       " (the calling thread's CPU time in those calls only)";
+	}
+	std::uint64_t max_bytes() const override { return d_.size; }
+	std::uint64_t granule() const override { return MP_ENGINE_GRANULE; }
+	std::string note() const override { return d_.note; }
+	double own_seconds() const override { return own_s_; }
+
+	void setup(std::uint64_t max_bytes) override
+	{
+		engine_ = &env_.engine();
+		env_.route(MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER);
+		env_.board().setPatternRate(0);
+		// one descriptor per operation: no larger than the engine's longest
+		d_ = alloc_dma(env_.board(), std::min<std::uint64_t>(max_bytes, MP_ENGINE_MAX_DESC_LEN), false,
+			       s_.c2h ? PD_DMA_FROM_DEVICE : PD_DMA_TO_DEVICE);
+		round_ = std::max<std::size_t>(s_.batch, engine_->ringEntries() / 2 / s_.batch * s_.batch);
+		handles_.resize(round_);
+		reqs_.resize(s_.batch);
+	}
+	void transfer(std::uint64_t bytes) override { run(bytes, 1); }
+	void run(std::uint64_t bytes, std::uint64_t n) override
+	{
+		const mprace::Channel ch = s_.c2h ? mprace::Channel::C2H : mprace::Channel::H2C;
+		own_s_ = 0;
+		while (n) {
+			const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(n, round_));
+			double t0 = thread_cpu_s();
+			for (std::size_t i = 0; i < k; i += s_.batch) {
+				const std::size_t m = std::min<std::size_t>(s_.batch, k - i);
+				if (m == 1) {
+					handles_[i] = engine_->submit(ch, *d_.buf, 0, bytes);
+					continue;
+				}
+				for (std::size_t j = 0; j < m; ++j)
+					reqs_[j] = mprace::Request{d_.buf.get(), 0, bytes, 0};
+				engine_->submit(ch, reqs_.data(), m, &handles_[i]);
+			}
+			own_s_ += thread_cpu_s() - t0;
+			wait_idle(ch);   // not timed: the board's time
+			t0 = thread_cpu_s();
+			for (std::size_t i = 0; i < k; ++i) {
+				handles_[i].get();
+				handles_[i] = mprace::Transfer();   // back to the pool: part of completing
+			}
+			own_s_ += thread_cpu_s() - t0;
+			n -= k;
+		}
+	}
+	void teardown() override
+	{
+		handles_.clear();
+		d_ = DmaBuf();
+	}
+
+private:
+	static double thread_cpu_s()
+	{
+		timespec ts;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+		return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+	}
+	// Until the engine has processed every descriptor written (HEAD == TAIL), reading its
+	// registers only: taking completions here would move their cost out of the timed calls.
+	void wait_idle(mprace::Channel ch)
+	{
+		const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+		for (;;) {
+			mprace::ChannelStatus st = engine_->status(ch);
+			if (st.head == st.tail || st.state != MP_STATE_RUNNING)
+				return;   // done, or an error that get() reports
+			if (std::chrono::steady_clock::now() > deadline)
+				throw std::runtime_error(name() + ": the board did not finish a round of " +
+							 std::to_string(round_) + " operations within 30 s");
+			std::this_thread::sleep_for(std::chrono::microseconds(100));
+		}
+	}
+
+	ModeSpec s_;
+	Env &env_;
+	mprace::DMAEngine *engine_ = nullptr;
+	DmaBuf d_;
+	std::size_t round_ = 1;
+	std::vector<mprace::Transfer> handles_;
+	std::vector<mprace::Request> reqs_;
+	double own_s_ = std::nan("");
+};
+
 } // namespace
 
+std::unique_ptr<Mode> make_ops_mode(const ModeSpec &s, Env &env) { return std::make_unique<OpsMode>(s, env); }
 std::unique_ptr<Mode> make_dma_mode(const ModeSpec &s, Env &env) { return std::make_unique<DmaMode>(s, env); }
 std::unique_ptr<Mode> make_loopback_mode(const ModeSpec &, Env &env) { return std::make_unique<LoopbackMode>(env); }
 std::unique_ptr<Mode> make_pio_mode(const ModeSpec &s, Env &env) { return std::make_unique<PioMode>(s, env); }

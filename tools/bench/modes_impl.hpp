@@ -9,7 +9,7 @@
 #include <string>
 
 #include "mode.hpp"
-#include "mprace/pattern.h"
+#include "mprace-spec/pattern.h"
 
 namespace dmabench {
 
@@ -20,6 +20,7 @@ enum class Family {
 	Pio,       // pio-read, pio-write
 	BufMgr,    // cb, db, pb
 	Gpu,       // hg, gh, fi, fi-serial, gi, gi-serial, fr, gr and the fi-/gi- buffer variants
+	Ops,       // ops-c2h, ops-h2c[-bN]: the host CPU cost of libmprace per operation
 };
 
 struct ModeSpec {
@@ -34,6 +35,7 @@ struct ModeSpec {
 	std::string gpu;          // Gpu: "hg", "gh", "fi", "fi-serial", "gi", "gi-serial", "fr", "gr"
 	unsigned threads = 0;     // Memcpy: 0 plain memcpy; memcpy-mt: N, or kThreadsFromOption
 	bool samples = false;     // BufMgr ":i16f": int16 on the board, float in the user's buffer
+	unsigned batch = 1;       // Ops: operations per submit call
 };
 
 // memcpy-mt without a count: as many threads as --copy-threads gives the buffer managers.
@@ -46,11 +48,12 @@ std::unique_ptr<Mode> make_memcpy_mode(const ModeSpec &s, Env &env);
 std::unique_ptr<Mode> make_dma_mode(const ModeSpec &s, Env &env);
 std::unique_ptr<Mode> make_loopback_mode(const ModeSpec &s, Env &env);
 std::unique_ptr<Mode> make_pio_mode(const ModeSpec &s, Env &env);
+std::unique_ptr<Mode> make_ops_mode(const ModeSpec &s, Env &env);
 std::unique_ptr<Mode> make_bufmgr_mode(const ModeSpec &s, Env &env);
 // In modes_cuda.cu, or modes_nocuda.cpp when built without CUDA (throws Unavailable).
 std::unique_ptr<Mode> make_gpu_mode(const ModeSpec &s, Env &env);
 
-// The engine's counter pattern (mprace/pattern.h) in whole words: fill_pattern fills a
+// The engine's counter pattern (mprace-spec/pattern.h) in whole words: fill_pattern fills a
 // buffer, check_pattern returns the first word that differs, or -1.
 inline void fill_pattern(void *buf, std::uint64_t bytes, std::uint32_t seed)
 {

@@ -186,7 +186,8 @@ void run_sweep(Mode &mode, const SweepOptions &o, Progress &progress, ModeResult
 			const auto w0 = clock::now();
 			const double t0 = o.now ? o.now() : 0;
 			mode.run(bytes, p.iterations);
-			const double t = o.now ? o.now() - t0 : seconds_since(w0);
+			const double own = mode.own_seconds();
+			const double t = !std::isnan(own) ? own : o.now ? o.now() - t0 : seconds_since(w0);
 			const double cpu = cpu_seconds() - cpu0, wall = seconds_since(w0);
 			if (t < p.total_s) {
 				p.total_s = t;

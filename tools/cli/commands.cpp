@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "common/units.hpp"
-#include "mprace/pattern.h"
+#include "mprace-spec/pattern.h"
 #include "mprace/spec.h"
 
 using tools::format_size;
@@ -237,7 +237,7 @@ void write_output(const std::string &path, const void *data, std::size_t len)
 // Progress lines go to stderr when the data itself goes to stdout.
 std::FILE *info_stream(const Args &a) { return a.get("-o") == "-" ? stderr : stdout; }
 
-// The counter pattern (mprace/pattern.h) in whole words; check_pattern: the first bad word or -1.
+// The counter pattern (mprace-spec/pattern.h) in whole words; check_pattern: the first bad word or -1.
 void fill_pattern(void *buf, std::size_t bytes, std::uint32_t seed)
 {
 	mp_pattern_fill(buf, bytes & ~std::size_t(3), 0, seed);

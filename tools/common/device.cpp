@@ -5,13 +5,13 @@
 #include <cstdlib>
 #include <unistd.h>
 
-#include "mprace/vboard.h"
+#include "vboard/vboard.h"
 
 namespace tools {
 
 void link_virtual_board()
 {
-	mp_vboard_register(); // fails only when another backend serves "emu": that one is used
+	vboard_register(); // fails only when another backend serves "emu": that one is used
 }
 
 std::string pick_device(const std::string &asked, const char *tool, bool announce)

@@ -22,7 +22,7 @@
  *   options.h      the one options table of "emu:" and "sim:" (options.c)
  *   sim_backend.c  sim_backend_ops: the RTL under a simulator (hdl/cosim, docs/cosim.md);
  *                  it embeds the host object and includes nothing of the model
- *   register.c     mp_vboard_register() (link-time registration, mprace/vboard.h)
+ *   register.c     vboard_register() (link-time registration, vboard/vboard.h)
  *   plugin.c       the plugin entry libpcidriver loads for "emu:" (shared builds)
  *   sim_plugin.c   ... and for "sim:"
  *
@@ -65,7 +65,7 @@
 #include <stdio.h>
 
 #include "pcidriver/backend.h"
-#include "mprace/engine_spec.h"
+#include "mprace-spec/engine_spec.h"
 #include "host.h"
 #include "options.h"
 

@@ -56,7 +56,7 @@
 #include <unistd.h>
 
 #include "emu.h"
-#include "mprace/pattern.h"
+#include "mprace-spec/pattern.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the virtual board assumes a little-endian host (descriptors and patterns are LE)"

@@ -42,7 +42,7 @@
 #endif
 
 #include "emu.h"
-#include "mprace/pattern.h"
+#include "mprace-spec/pattern.h"
 
 #define WORKER_SPIN_NS 100000u   /* an idle worker spins this long for the next segment */
 #define WAIT_SPIN_NS 100000u     /* an engine spins this long for claimed segments */

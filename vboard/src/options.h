@@ -15,7 +15,7 @@
 #include <stdio.h>
 
 #include "host.h"
-#include "mprace/engine_spec.h"
+#include "mprace-spec/engine_spec.h"
 
 /* VB_HOST: any other backend that embeds the host object; it takes the host rows only, under
  * whatever prefix its device names have. */

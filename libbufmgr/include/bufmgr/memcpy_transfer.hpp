@@ -27,7 +27,7 @@
 #include "bufmgr/concepts.hpp"
 #include "bufmgr/error.hpp"
 #include "bufmgr/memory.hpp"
-#include "mprace/pattern.h"
+#include "mprace-spec/pattern.h"
 
 namespace bufmgr {
 

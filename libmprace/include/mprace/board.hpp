@@ -28,7 +28,7 @@
 
 #include "pcidriver/pcidriver.h"
 #include "pcidriver/pcidriver.hpp"
-#include "mprace/engine_spec.h"
+#include "mprace-spec/engine_spec.h"
 #include "mprace/error.hpp"
 
 namespace mprace {

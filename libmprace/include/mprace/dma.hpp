@@ -36,7 +36,7 @@
 #include "pcidriver/memory_kind.hpp"
 #include "pcidriver/pcidriver.hpp"
 #include "mprace/board.hpp"
-#include "mprace/engine_spec.h"
+#include "mprace-spec/engine_spec.h"
 #include "mprace/error.hpp"
 
 namespace mprace {

@@ -31,7 +31,7 @@
 #include <string>
 #include <system_error>
 
-#include "mprace/engine_spec.h"
+#include "mprace-spec/engine_spec.h"
 #include "pcidriver/error.hpp"
 
 namespace mprace {

@@ -39,7 +39,7 @@
 #include <stdint.h>
 
 #include "pcidriver/pcidriver.h"
-#include "mprace/engine_spec.h"
+#include "mprace-spec/engine_spec.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mprace/engine_spec.h"
+#include "mprace-spec/engine_spec.h"
 
 #ifdef __cplusplus
 extern "C" {
