@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * bench_emu: figures of the virtual board (not a test; docs/virtual-board.md quotes them).
+ * bench_emu: figures about the model itself (not a test; docs/virtual-board.md quotes them):
+ * what the virtual board's own threads cost and deliver, below libmprace, through raw
+ * descriptors. Everything the project publishes about the stack (throughput, latency, the
+ * library's CPU cost per operation, the buffer managers, the GPU paths) is dmabench's.
  *
  *   bench_emu ops [DEVICE] [N]        CPU per 4 KiB C2H operation, submit + poll the record,
  *                                     one at a time and 32 per doorbell (emu:link=ideal)
