@@ -5,7 +5,7 @@
 -- it in the board's top level and connect the user streams; the PCIe block and the
 -- reference-clock buffer are black boxes here (the block is the IP you generate: rename the
 -- component to your IP instance's name, keep the port names). For Gen4 x8 set lanes_g = 8.
--- NOT YET TESTED ON HARDWARE: it passes GHDL's synthesis (hdl/tests/synth) with the two black
+-- NOT YET TESTED ON HARDWARE: it passes GHDL's synthesis (tests/hdl/synth) with the two black
 -- boxes; their port lists follow PG213 and have not been checked against a generated IP.
 library ieee;
 use ieee.std_logic_1164.all;

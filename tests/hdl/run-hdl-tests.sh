@@ -1,5 +1,5 @@
 #!/bin/sh
-# The HDL test suite (hdl/tests: GHDL + cocotb + cocotbext-pcie through pytest), reported as
+# The HDL test suite (tests/hdl: GHDL + cocotb + cocotbext-pcie through pytest), reported as
 # TAP on stdout: one test point per pytest test case. Everything else goes to stderr.
 #
 # Environment (set by `make check`, see Makefile.am; defaults for running it by hand):
@@ -10,7 +10,7 @@
 #   HDL_JOBS=N                pytest-xdist workers (default: 2 when there are 2+ CPUs)
 #   HDL_PYTEST_ARGS           extra pytest arguments, e.g. "-k 'c2h or h2c'" for a subset
 # The venv lives in $top_builddir/tests/hdl/.venv and is rebuilt when
-# hdl/tests/requirements.txt changes; simulation products go to
+# tests/hdl/requirements.txt changes; simulation products go to
 # $top_builddir/tests/hdl/sim_build. Nothing is written to the source tree.
 set -u
 
@@ -22,7 +22,7 @@ GHDL=${GHDL:-ghdl}
 
 work="$top_builddir/tests/hdl"
 venv="$work/.venv"
-req="$top_srcdir/hdl/tests/requirements.txt"
+req="$top_srcdir/tests/hdl/requirements.txt"
 junit="$work/hdl-tests.xml"
 mkdir -p "$work" || exit 1
 
@@ -37,11 +37,11 @@ esac
 command -v ghdl >/dev/null 2>&1 || bail "ghdl not found"
 
 if [ ! -x "$venv/bin/python" ] || ! cmp -s "$req" "$venv/requirements.txt"; then
-    echo "# creating $venv from hdl/tests/requirements.txt" >&2
+    echo "# creating $venv from tests/hdl/requirements.txt" >&2
     rm -rf "$venv"
     "$PYTHON" -m venv "$venv" >&2 || bail "cannot create a Python venv with $PYTHON"
     "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$req" >&2 \
-        || bail "pip install -r hdl/tests/requirements.txt failed"
+        || bail "pip install -r tests/hdl/requirements.txt failed"
     cp "$req" "$venv/requirements.txt"
 fi
 
@@ -65,7 +65,7 @@ cd "$work" || exit 1
 eval "set -- ${HDL_PYTEST_ARGS:-}"
 # shellcheck disable=SC2086
 "$venv/bin/python" -m pytest -p no:cacheprovider -q -rfE --junitxml="$junit" $xdist \
-    "$@" "$top_srcdir/hdl/tests" >&2
+    "$@" "$top_srcdir/tests/hdl" >&2
 status=$?
 
 [ -f "$junit" ] || bail "pytest wrote no results (exit status $status)"

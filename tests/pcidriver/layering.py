@@ -10,7 +10,7 @@
   tree includes the deprecated paths kept for one release (mprace/vboard.h,
   mprace/engine_spec.h, mprace/pattern.h);
 * the co-simulation runtime (hdl/cosim, installed on its own) never reaches into the HDL tests
-  (hdl/tests) or outside the layout it is installed in (hdl/, spec/);
+  (tests/hdl) or outside the layout it is installed in (hdl/, spec/);
 * the built libpcidriver and libmprace contain no virtual board code and do not depend on
   its library: an application that never names "emu:" carries no simulator;
 * a static build of libpcidriver (its sources compiled without -fPIC, as for libpcidriver.a)
@@ -89,7 +89,7 @@ check(not bad, "layering: one layer per installed header folder, no deprecated i
       "; ".join(bad[:5]))
 
 # hdl/cosim: imports only its own modules, the generated spec (../../spec/python) and
-# installed packages; no path into hdl/tests or above the installed layout.
+# installed packages; no path into the HDL tests (tests/hdl) or above the installed layout.
 cosim = os.path.join(top, "hdl", "cosim")
 bad = []
 own = {f[:-3] for f in os.listdir(cosim) if f.endswith(".py")}
@@ -100,12 +100,12 @@ for f in sorted(os.listdir(cosim)):
         text = fh.read()
     code = re.sub(r'("""|\'\'\')(.|\n)*?\1', "", text)   # docstrings may name the tests
     code = re.sub(r"#.*", "", code)
-    if re.search(r'"tests"|hdl/tests|parents\[[3-9]\]', code):
+    if re.search(r'"tests"|hdl/tests|tests/hdl|parents\[[3-9]\]', code):
         bad.append(f"{f}: reaches outside hdl/cosim, hdl/rtl and spec/")
     for mod in re.findall(r"^\s*(?:from|import)\s+(\w+)", code, re.M):
         if mod in ("mprace_tb", "hdl_runner", "conftest") or mod.startswith("test_"):
             bad.append(f"{f}: imports {mod}")
-check(not bad, "layering: hdl/cosim never reaches into hdl/tests", "; ".join(bad[:5]))
+check(not bad, "layering: hdl/cosim never reaches into the HDL tests", "; ".join(bad[:5]))
 
 
 def dynsyms(lib):

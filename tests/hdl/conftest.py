@@ -4,4 +4,4 @@ simulator inherits sys.path through PYTHONPATH."""
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cosim"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hdl" / "cosim"))

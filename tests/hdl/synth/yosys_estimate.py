@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "cosim"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "hdl" / "cosim"))
 import rtl_build  # noqa: E402
 
 
