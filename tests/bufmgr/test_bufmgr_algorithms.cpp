@@ -67,6 +67,49 @@ static std::size_t total_size()
 	return t;
 }
 
+// Reads of at least streaming_min_bytes copy with non-temporal stores: every head alignment of
+// the destination and every tail length around the 64-byte blocks, then reads that large
+// through each algorithm into a destination at an odd offset, byte for byte, nothing written
+// past the end.
+START_TEST(test_streaming_copy)
+{
+	const auto src = random_bytes(4096 + 64, 7);
+	std::vector<std::byte> dst(4096 + 64 + 32);
+	for (std::size_t off = 0; off < 16; ++off)
+		for (std::size_t len : {0u, 1u, 15u, 16u, 17u, 63u, 64u, 65u, 127u, 128u, 200u, 4096u, 4096u + 63}) {
+			std::fill(dst.begin(), dst.end(), std::byte{0xee});
+			bufmgr::detail::copy_streaming(dst.data() + off, src.data() + off / 2, len);
+			ck_assert_bytes_eq(dst.data() + off, src.data() + off / 2, len);
+			for (std::size_t j = 0; j < off; ++j)
+				ck_assert_msg(dst[j] == std::byte{0xee}, "wrote before the start (%zu, %zu)", off, len);
+			for (std::size_t j = off + len; j < dst.size(); ++j)
+				ck_assert_msg(dst[j] == std::byte{0xee}, "wrote past the end (%zu, %zu)", off, len);
+		}
+}
+END_TEST
+
+START_TEST(test_large_reads_stream)
+{
+	const std::size_t n = streaming_min_bytes + 4 * 1000 + 12;   // streamed, odd tail
+	std::vector<std::byte> got(n + 3 + 8);
+	auto check = [&](auto &a, std::uint64_t pos) {
+		std::fill(got.begin(), got.end(), std::byte{0xee});
+		ck_assert_uint_eq(a.read(got.data() + 3, n), n);   // destination not aligned
+		const auto want = cyclic(source(), pos, n);
+		ck_assert_bytes_eq(got.data() + 3, want.data(), n);
+		for (std::size_t j : {std::size_t{0}, std::size_t{1}, std::size_t{2}, n + 3, n + 10})
+			ck_assert_msg(got[j] == std::byte{0xee}, "byte %zu outside the read written", j);
+	};
+	ChunkBuffer<MemcpyTransfer> c(MemcpyTransfer(options()), 1 << 20);
+	DoubleBuffer<MemcpyTransfer> d(MemcpyTransfer(options()), 256 << 10);
+	PooledBuffer<MemcpyTransfer> p(MemcpyTransfer(options()), 5, 64 << 10);
+	check(c, 0);
+	check(c, n);   // the stream continues
+	check(d, 0);
+	check(p, 0);
+}
+END_TEST
+
 START_TEST(test_chunk_read)
 {
 	ChunkBuffer<MemcpyTransfer> a(MemcpyTransfer(options()), BUF);
@@ -282,6 +325,8 @@ extern "C" Suite *test_suite(void)
 	Suite *s = suite_create("bufmgr_algorithms");
 	TCase *tc = tcase_create("memcpy");
 	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_streaming_copy);
+	tcase_add_test(tc, test_large_reads_stream);
 	tcase_add_test(tc, test_chunk_read);
 	tcase_add_test(tc, test_double_read);
 	tcase_add_test(tc, test_pooled_read);

@@ -80,8 +80,10 @@ void usage(std::FILE *f)
 "  -s, --sizes SPEC       MIN:MAX[:FACTOR] or a list (4K,64K,1M); default %s\n"
 "  -n, --iterations N     transfers timed together per size (default: enough for --min-time)\n"
 "  -t, --min-time SEC     auto iterations: time each size at least this long (default 0.05)\n"
-"  -w, --warmup N         untimed transfers before each size (default 1)\n"
-"  -r, --repeat N         time each size N times and keep the fastest (default 3)\n"
+"  -w, --warmup N         untimed transfers before each timed block (default 1)\n"
+"  -r, --repeat N         time each size N times and keep the fastest (default 3); the\n"
+"                         repeats are passes over all sizes, so that a slowdown of the\n"
+"                         host for a while meets one of them, not all\n"
 "      --verify           after timing a size, one more transfer with its data checked\n"
 "      --ref MODE|auto|none  efficiency reference (default auto: the raw DMA mode of the\n"
 "                         same direction; for fi/gi the slower of its two stages)\n"
@@ -426,7 +428,7 @@ int measure(const Config &cfg, Env &env, Run &run, std::vector<std::string> &fai
 	    std::size_t &ran)
 {
 	const SweepOptions &so = cfg.sweep;
-	Progress progress(cfg.progress, cfg.modes.size() * so.sizes.size());
+	Progress progress(cfg.progress, cfg.modes.size() * so.sizes.size() * std::max(1u, so.repeat));
 	int exit_code = EXIT_OK;
 
 	for (const auto &name : cfg.modes) {

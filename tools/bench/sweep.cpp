@@ -135,10 +135,38 @@ double cpu_seconds()
 
 } // namespace
 
+// One timed block of p.iterations transfers of p.bytes after o.warmup untimed ones: p keeps
+// the fastest block so far (and its CPU share); the mode's latency samples are appended.
+static void timed_block(Mode &mode, const SweepOptions &o, Point &p)
+{
+	using clock = std::chrono::steady_clock;
+	for (unsigned w = 0; w < o.warmup; ++w)
+		mode.transfer(p.bytes);
+	mode.take_latencies(); // the warm-up's are not reported
+	const double cpu0 = cpu_seconds();
+	const auto w0 = clock::now();
+	const double t0 = o.now ? o.now() : 0;
+	mode.run(p.bytes, p.iterations);
+	const double own = mode.own_seconds();
+	const double t = !std::isnan(own) ? own : o.now ? o.now() - t0 : seconds_since(w0);
+	const double cpu = cpu_seconds() - cpu0, wall = seconds_since(w0);
+	if (t < p.total_s) {
+		p.total_s = t;
+		p.cpu_pct = wall > 0 ? 100 * cpu / wall : NAN;
+	}
+	std::vector<double> lat = mode.take_latencies();
+	p.latency_us.insert(p.latency_us.end(), lat.begin(), lat.end());
+}
+
 void run_sweep(Mode &mode, const SweepOptions &o, Progress &progress, ModeResult &out,
 	       std::vector<std::string> *failures)
 {
 	using clock = std::chrono::steady_clock;
+	// Pass 1 calibrates each size and times its first block; the further --repeat passes go
+	// over the sizes again, so that a slowdown of the host lasting seconds (other machines'
+	// work on a shared host, the kernel's own threads) meets one block of a size, not all of
+	// them, and the fastest block is the host's undisturbed figure.
+	std::vector<Point> points;
 	for (std::uint64_t bytes : o.sizes) {
 		if (stop_requested())
 			break;
@@ -178,32 +206,30 @@ void run_sweep(Mode &mode, const SweepOptions &o, Progress &progress, ModeResult
 		p.bytes = bytes;
 		p.iterations = auto_iterations(o, warm);
 		p.total_s = INFINITY;
-		mode.take_latencies(); // the warm-up's are not reported
-		for (unsigned r = 0; r < std::max(1u, o.repeat); ++r) {
-			if (r && stop_requested())
+		mode.take_latencies(); // the calibration's are not reported
+		SweepOptions first = o;
+		first.warmup = 0;      // warmed up just now
+		timed_block(mode, first, p);
+		points.push_back(std::move(p));
+	}
+	for (unsigned r = 1; r < o.repeat; ++r)
+		for (Point &p : points) {
+			if (stop_requested())
 				break;
-			const double cpu0 = cpu_seconds();
-			const auto w0 = clock::now();
-			const double t0 = o.now ? o.now() : 0;
-			mode.run(bytes, p.iterations);
-			const double own = mode.own_seconds();
-			const double t = !std::isnan(own) ? own : o.now ? o.now() - t0 : seconds_since(w0);
-			const double cpu = cpu_seconds() - cpu0, wall = seconds_since(w0);
-			if (t < p.total_s) {
-				p.total_s = t;
-				p.cpu_pct = wall > 0 ? 100 * cpu / wall : NAN;
-			}
+			progress.step(mode.name() + " " + format_size(p.bytes) + " (pass " +
+				      std::to_string(r + 1) + ")");
+			timed_block(mode, o, p);
 		}
-		p.latency_us = mode.take_latencies();
+	for (Point &p : points) {
 		std::sort(p.latency_us.begin(), p.latency_us.end());
-		if (o.verify && mode.can_verify()) {
+		if (o.verify && mode.can_verify() && !stop_requested()) {
 			std::string why;
-			bool ok = mode.verify(bytes, &why);
+			bool ok = mode.verify(p.bytes, &why);
 			p.verified = ok ? "ok" : "fail";
 			if (!ok && failures)
-				failures->push_back(mode.name() + " at " + format_size(bytes) + ": " + why);
+				failures->push_back(mode.name() + " at " + format_size(p.bytes) + ": " + why);
 		}
-		out.points.push_back(p);
+		out.points.push_back(std::move(p));
 	}
 	std::vector<Sample> samples;
 	for (const auto &p : out.points)

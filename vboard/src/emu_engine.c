@@ -1440,6 +1440,9 @@ int emu_engine_start(struct emu_dev *d)
 	for (i = 0; i < MP_CH_COUNT && !ret; i++) {
 		ret = -pthread_create(&d->ch[i].thread, NULL, chan_main, &d->ch[i]);
 		d->ch[i].thread_started = !ret;
+		/* named for top -H and debuggers: the board's threads among the application's */
+		if (!ret)
+			pthread_setname_np(d->ch[i].thread, i == MP_CH_C2H ? "emu-c2h" : "emu-h2c");
 	}
 	if (ret)
 		emu_engine_stop(d);

@@ -593,6 +593,7 @@ int emu_pool_start(struct emu_dev *d)
 		if (ret)
 			return -ret;
 		pool->started++;
+		pthread_setname_np(pool->threads[i], "emu-copy");
 	}
 	return 0;
 }

@@ -24,6 +24,9 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
+#include <emmintrin.h>
+#endif
 #include <utility>
 #include <vector>
 
@@ -40,6 +43,40 @@
 
 namespace bufmgr {
 
+namespace detail {
+
+// A copy whose destination goes straight to memory (non-temporal stores, x86-64): for reads
+// into a destination larger than the caches, where ordinary stores first read every line they
+// write (and evict what the caller still uses). Elsewhere memcpy.
+inline void copy_streaming(void *dst, const void *src, std::size_t bytes) noexcept
+{
+#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
+	auto *d = static_cast<unsigned char *>(dst);
+	const auto *s = static_cast<const unsigned char *>(src);
+	const std::size_t head = std::min(bytes, (16 - reinterpret_cast<std::uintptr_t>(d) % 16) % 16);
+	std::memcpy(d, s, head);
+	d += head;
+	s += head;
+	bytes -= head;
+	for (; bytes >= 64; bytes -= 64, d += 64, s += 64) {
+		const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s));
+		const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + 16));
+		const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + 32));
+		const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i *>(s + 48));
+		_mm_stream_si128(reinterpret_cast<__m128i *>(d), a);
+		_mm_stream_si128(reinterpret_cast<__m128i *>(d + 16), b);
+		_mm_stream_si128(reinterpret_cast<__m128i *>(d + 32), c);
+		_mm_stream_si128(reinterpret_cast<__m128i *>(d + 48), e);
+	}
+	_mm_sfence();   // the streamed lines are visible before whatever follows
+	std::memcpy(d, s, bytes);
+#else
+	std::memcpy(dst, src, bytes);
+#endif
+}
+
+} // namespace detail
+
 template <class T = std::byte>
 struct Identity {
 	static_assert(std::is_trivially_copyable_v<T>, "bufmgr::Identity<T>: T must be trivially copyable");
@@ -50,7 +87,18 @@ struct Identity {
 		if (n)
 			std::memcpy(dst, src, n * sizeof(T));
 	}
+	// The same with non-temporal stores (detail::copy_streaming): the buffer managers use it
+	// for reads larger than streaming_min_bytes.
+	void streaming(const T *src, T *dst, std::size_t n) const noexcept
+	{
+		if (n)
+			detail::copy_streaming(dst, src, n * sizeof(T));
+	}
 };
+
+// Reads of at least this many bytes through an Identity transform stream their copy into the
+// user's buffer (Identity::streaming): a destination that large leaves the caches anyway.
+inline constexpr std::size_t streaming_min_bytes = 8u << 20;
 
 template <class T>
 struct ByteSwap {
@@ -213,6 +261,32 @@ void transform_copy(CopyWorkers *workers, X &x, const typename X::in_type *src,
 		});
 	}
 }
+
+template <class X>
+struct is_identity_transform : std::false_type {};
+template <class T>
+struct is_identity_transform<Identity<T>> : std::true_type {};
+template <class X>
+inline constexpr bool is_identity_transform_v = is_identity_transform<std::remove_cv_t<X>>::value;
+
+namespace detail {
+
+// transform_copy of a plain copy with non-temporal stores (Identity::streaming), sliced over
+// the copy threads as transform_copy slices it.
+template <class T>
+void streaming_copy(CopyWorkers *workers, const Identity<T> &x, const T *src, T *dst, std::size_t n)
+{
+	constexpr std::size_t min_slice = min_copy_slice_bytes / sizeof(T);
+	if (!workers || workers->threads() == 1 || n < 2 * min_slice) {
+		x.streaming(src, dst, n);
+		return;
+	}
+	workers->for_slices(n, 64, min_slice, [&](std::size_t b, std::size_t e, std::size_t) {
+		x.streaming(src + b, dst + b, e - b);
+	});
+}
+
+} // namespace detail
 
 } // namespace bufmgr
 

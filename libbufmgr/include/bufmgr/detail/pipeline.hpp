@@ -93,6 +93,11 @@ std::size_t pipelined_read(Transfer &t, X &x, CopyWorkers *workers, std::size_t 
 	const std::size_t nchunks = plan.count();
 	auto len = [&](std::size_t c) { return plan.len(c); };
 
+	// a plain copy into a destination larger than the caches streams past them
+	bool streaming = false;
+	if constexpr (is_identity_transform_v<X>)
+		streaming = total >= streaming_min_bytes;
+
 	CancelGuard<Transfer> guard(t, d);
 	std::size_t issued = 0;
 	for (; issued < nchunks && issued < nbuf; ++issued)
@@ -106,7 +111,15 @@ std::size_t pipelined_read(Transfer &t, X &x, CopyWorkers *workers, std::size_t 
 		if (got > want)
 			throw Error(EIO, "bufmgr: read: the transfer reported more bytes than requested");
 		const std::size_t n = got / sizeof(In);
-		transform_copy(workers, x, reinterpret_cast<const In *>(t.view(b).data), dst + delivered, n);
+		const In *from = reinterpret_cast<const In *>(t.view(b).data);
+		if constexpr (is_identity_transform_v<X>) {
+			if (streaming)
+				streaming_copy(workers, x, from, dst + delivered, n);
+			else
+				transform_copy(workers, x, from, dst + delivered, n);
+		} else {
+			transform_copy(workers, x, from, dst + delivered, n);
+		}
 		delivered += n;
 		if (got < want)
 			return delivered; // end of packet: the guard cancels what is queued behind it
