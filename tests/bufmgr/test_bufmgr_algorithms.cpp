@@ -73,7 +73,7 @@ static std::size_t total_size()
 // past the end.
 START_TEST(test_streaming_copy)
 {
-	const auto src = random_bytes(4096 + 64, 7);
+	const auto src = random_bytes(4096 + 64 + 8, 7);   // the longest copy from offset 7
 	std::vector<std::byte> dst(4096 + 64 + 32);
 	for (std::size_t off = 0; off < 16; ++off)
 		for (std::size_t len : {0u, 1u, 15u, 16u, 17u, 63u, 64u, 65u, 127u, 128u, 200u, 4096u, 4096u + 63}) {
