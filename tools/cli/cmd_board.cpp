@@ -5,23 +5,12 @@
 // ("NAME (0xOFF) = 0xVALUE", "key: value") and throws UsageError for bad arguments and Failed
 // when the board says no.
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iostream>
-#include <iterator>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <thread>
-#include <unistd.h>
 
 #include "cli.hpp"
 #include "cli_util.hpp"
-#include "common/device.hpp"
 #include "common/units.hpp"
-#include "mprace-spec/pattern.h"
 #include "mprace/spec.h"
 
 using tools::format_size;

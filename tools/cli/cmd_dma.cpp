@@ -1,24 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 //
 // The DMA commands: dma read, dma write, dma loop (through the engine's loopback).
-#include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iostream>
-#include <iterator>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <thread>
-#include <unistd.h>
 
 #include "cli.hpp"
 #include "cli_util.hpp"
-#include "common/device.hpp"
 #include "common/units.hpp"
-#include "mprace-spec/pattern.h"
 #include "mprace/spec.h"
 
 using tools::format_size;

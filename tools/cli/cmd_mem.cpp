@@ -2,25 +2,16 @@
 //
 // Commands about DMA buffers this invocation holds: mem alloc, mem free, mem list (with the
 // kernel driver's counters of the device).
-#include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <iostream>
-#include <iterator>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <thread>
 #include <unistd.h>
 
 #include "cli.hpp"
 #include "cli_util.hpp"
-#include "common/device.hpp"
 #include "common/units.hpp"
-#include "mprace-spec/pattern.h"
-#include "mprace/spec.h"
 
 using tools::format_size;
 using tools::strprintf;

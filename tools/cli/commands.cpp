@@ -3,28 +3,13 @@
 // The command table of the mprace tool (name, synopsis, help, handler, options) and the
 // splitting of script lines into words. The handlers live by group in cmd_board.cpp,
 // cmd_mem.cpp and cmd_dma.cpp.
-#include <algorithm>
-#include <cerrno>
-#include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <iostream>
-#include <iterator>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <thread>
-#include <unistd.h>
+#include <string>
+#include <vector>
 
 #include "cli.hpp"
 #include "cli_util.hpp"
-#include "common/device.hpp"
-#include "common/units.hpp"
-#include "mprace-spec/pattern.h"
-#include "mprace/spec.h"
 
-using tools::format_size;
-using tools::strprintf;
 
 namespace cli {
 

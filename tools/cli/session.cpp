@@ -11,9 +11,6 @@
 #include <iostream>
 #include <iterator>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <thread>
-#include <unistd.h>
 
 #include "cli.hpp"
 #include "cli_util.hpp"
