@@ -15,7 +15,6 @@ fi
 MPRACE_SIM_BUILD=${MPRACE_SIM_BUILD:-$top_builddir/tests/hdl/sim_build/cosim}
 export MPRACE_SIM_BUILD
 mprace=$top_builddir/tools/mprace
-conformance=$top_builddir/tests/mprace/engine_conformance
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 n=0
@@ -151,7 +150,7 @@ awk '!done && /when REG_SCRATCH_c =>/ { sub(/REG_SCRATCH_c/, "16#028#"); done = 
 mutated() {
 	! cmp -s "$regs" "$top_srcdir/hdl/rtl/mprace_dma_regs.vhd" &&
 	! MPRACE_SIM_DIR=$tmp/tree/hdl/cosim MPRACE_SIM_BUILD=$tmp/cache \
-		"$conformance" sim: --slow --quick --seed 1 \
+		"$mprace" -d sim: selftest --short --seed 1 \
 		>"$tmp/conf" 2>&1 && grep -q "^not ok .*SCRATCH holds" "$tmp/conf" ||
 		{ sed 's/^/# /' "$tmp/conf" | head -20; return 1; }
 }

@@ -62,7 +62,9 @@ double since(std::chrono::steady_clock::time_point t0);
 
 // The handlers of the command table (commands.cpp), by group.
 // cmd_board.cpp
-void cmd_list(Session &s, const Args &a);
+void cmd_list(Session &s, const Args &a);   // cmd_platform.cpp
+void cmd_doctor(Session &s, const Args &a);
+void cmd_selftest(Session &s, const Args &a); // cmd_selftest.cpp
 void cmd_info(Session &s, const Args &a);
 void cmd_reg_read(Session &s, const Args &a);
 void cmd_reg_write(Session &s, const Args &a);

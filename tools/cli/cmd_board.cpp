@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 //
-// Commands about the board itself: list, info, registers, BARs, interrupts, the engine's
+// Commands about the board itself: info, registers, BARs, interrupts, the engine's
 // channels and the test logic. Each prints what it did in lines a script can parse
 // ("NAME (0xOFF) = 0xVALUE", "key: value") and throws UsageError for bad arguments and Failed
 // when the board says no.
@@ -17,14 +17,6 @@ using tools::format_size;
 using tools::strprintf;
 
 namespace cli {
-
-void cmd_list(Session &s, const Args &a)
-{
-	a.max_positionals(0);
-	(void)s;
-	for (const auto &n : mprace::Board::list())
-		std::printf("%s\n", n.c_str());
-}
 
 void cmd_info(Session &s, const Args &a)
 {

@@ -18,8 +18,38 @@ void script_runner(Session &s, const Args &a); // main.cpp
 const std::vector<Command> &commands()
 {
 	static const std::vector<Command> t = {
-		{"list", "", "list the boards libpcidriver sees (kernel devices, then emu: and sim:)",
-		 "Prints one device name per line, usable with --device.\n", cmd_list, {}, {}},
+		{"list", "", "list the boards: device node, PCI address, link, NUMA node, IOMMU group, engine",
+		 "Kernel devices (/dev/fpgaN) first, then the backends (emu:, sim:). Each board's name is\n"
+		 "on a line of its own, usable with --device; indented lines below it say where it sits:\n"
+		 "PCI address, IDs and bound driver; the link as trained against what the board and the\n"
+		 "port above it can do; NUMA node and IOMMU group (with its domain type); MPS and MRRS in\n"
+		 "effect; the engine's version and datapath (or that the device is not our engine). The\n"
+		 "virtual board says what it models; sim: is not opened (that starts a simulator).\n"
+		 "With -q only the names.\n",
+		 cmd_list, {}, {}},
+		{"doctor", "[DEVICE] [--buffers SIZE] [--json]", "check the platform for what keeps a board from its link rate",
+		 "Checks, each with its evidence and a one-line fix: the device node's permissions; the\n"
+		 "module's API; our engine; the link as trained against what both ends of every link up to\n"
+		 "the root can do; MPS/MRRS against what the path supports (ports' config space needs root);\n"
+		 "the board's NUMA node against the CPUs this process may use; the IOMMU's mode;\n"
+		 "RLIMIT_MEMLOCK against --buffers SIZE of DMA buffers (default 64M); huge pages; NVIDIA\n"
+		 "GPUs: driver (dma-buf export), whether board and GPU share a switch or root port, ACS.\n"
+		 "DEVICE defaults to --device, $PCIDRIVER_DEVICE, /dev/fpga0; with none, 'no board' is\n"
+		 "a finding. Levels: ok, note, warning, serious, skipped. --json prints one object\n"
+		 "{device, warnings, serious, checks: [{check, level, summary, evidence, fix}]}.\n"
+		 "Exit status 1 when a serious finding was made, else 0. docs/bring-up.md explains each.\n",
+		 cmd_doctor, {"--buffers"}, {"--json"}},
+		{"selftest", "[--short|--long] [--seed N] [--report FILE]", "run the engine conformance suite on the board",
+		 "The checks of docs/dma-engine.md through libmprace: identity, SCRATCH, the pattern\n"
+		 "generator into kernel and user memory, the checker, every descriptor error, abort, the\n"
+		 "stall timeout, both channels at once through the loopback (polling and interrupts). The\n"
+		 "board's engine is reset and used; nothing else may use it meanwhile. --short (default,\n"
+		 "seconds) or --long (more and longer transfers). On sim: transfers are sized for the\n"
+		 "simulator (also with --slow). TAP on stdout after a header naming tool, host, device, link\n"
+		 "and engine: attach it (or --report FILE, the same text) to a bug report; --seed N repeats\n"
+		 "a run. A device without our engine is refused before anything runs. Exit status 1 when a\n"
+		 "check failed.\n",
+		 cmd_selftest, {"--seed", "--report"}, {"--short", "--long", "--slow"}},
 		{"info", "", "identify the board: PCI IDs, BARs, interrupts, engine version and capabilities",
 		 "Lines are 'key: value'.\n", cmd_info, {}, {}},
 		{"reg read", "REG...", "read 32-bit registers of BAR0 by name or offset",

@@ -1,20 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 // The engine conformance suite: what docs/dma-engine.md promises, checked through libmprace's
-// public API only, against whatever board the device name opens — the virtual board
-// (`emu:...`), a board behind pcidriver.ko (/dev/fpga0), or any other backend — so that every
-// implementation of the engine answers to the same program.
-//
-//   engine_conformance [DEVICE] [--seed N] [--quick] [--slow]
-//
-// DEVICE defaults to libpcidriver's ($PCIDRIVER_DEVICE, /dev/fpga0). Random choices come from
-// one seed, printed first; `--seed N` repeats a run exactly (for a given device). `--quick`
-// makes fewer transfers; `--slow` sizes them for a board that moves kilobytes per second of
-// wall time (the RTL under a simulator, "sim:"): transfers of at most 64 KiB, stall timeouts of
-// 20 µs of the board's time, waits of up to 10 minutes. TAP output; exit status 0 when every
-// check passed, 1 otherwise, 77 when there is no board.
+// public API only, against whatever board is open — the virtual board (`emu:...`), the RTL
+// under a simulator (`sim:`), a board behind pcidriver.ko (/dev/fpga0) or any other backend —
+// so that every implementation of the engine answers to the same program. `mprace selftest`
+// runs it (tools/cli/cmd_selftest.cpp); conformance.hpp says how.
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "selftest/conformance.hpp"
 #include "mprace/mprace.hpp"
 #include "mprace-spec/pattern.h"
 
@@ -32,49 +26,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-int checks = 0, failures = 0;
-
-void report(bool ok, const std::string &what, const std::string &why = std::string())
-{
-	++checks;
-	std::printf("%s %d - %s\n", ok ? "ok" : "not ok", checks, what.c_str());
-	if (!ok) {
-		++failures;
-		if (!why.empty())
-			std::printf("#   %s\n", why.c_str());
-	}
-}
-
-// Runs one group; an exception fails it with its message and the run goes on.
-void group(const std::string &name, const std::function<void()> &f)
-{
-	std::printf("# %s\n", name.c_str());
-	try {
-		f();
-	} catch (const std::exception &e) {
-		report(false, name + ": no exception", e.what());
-	}
-}
-
 std::string hex(std::uint64_t v)
 {
 	char b[32];
 	std::snprintf(b, sizeof b, "0x%" PRIx64, v);
 	return b;
-}
-
-std::chrono::seconds wait_limit{10};
-
-// Waits until t has finished (at most wait_limit, then aborts it) and returns its result.
-TransferResult finish(Transfer &t)
-{
-	const auto t0 = Clock::now();
-	while (!t.done() && Clock::now() - t0 < wait_limit)
-		std::this_thread::sleep_for(std::chrono::microseconds(50));
-	const TransferResult res = t.result();
-	if (!res.done)
-		t.abort();   // the next checks start from an idle channel
-	return res;
 }
 
 // First byte where a and b differ, or -1.
@@ -88,10 +44,62 @@ long long first_difference(const void *a, const void *b, std::size_t n)
 }
 
 struct Run {
-	std::string device;
-	std::uint32_t seed;
+	const selftest::Options &o;
 	bool quick, slow;
 	std::mt19937 rng;
+	std::chrono::seconds wait_limit{10};
+	selftest::Outcome outcome;
+
+	void line(const char *fmt, ...) __attribute__((format(printf, 2, 3)))
+	{
+		for (std::FILE *f : o.out) {
+			va_list ap;
+			va_start(ap, fmt);
+			std::vfprintf(f, fmt, ap);
+			va_end(ap);
+			std::fflush(f);
+		}
+	}
+
+	void report(bool ok, const std::string &what, const std::string &why = std::string())
+	{
+		int n = ++outcome.checks;
+		line("%s %d - %s\n", ok ? "ok" : "not ok", n, what.c_str());
+		if (!ok) {
+			++outcome.failures;
+			if (!why.empty())
+				line("#   %s\n", why.c_str());
+		}
+	}
+
+	void skip(const std::string &what)
+	{
+		++outcome.skipped;
+		line("ok %d - # SKIP %s\n", ++outcome.checks, what.c_str());
+	}
+
+	// Runs one group; an exception fails it with its message and the run goes on.
+	void group(const std::string &name, const std::function<void()> &f)
+	{
+		line("# %s\n", name.c_str());
+		try {
+			f();
+		} catch (const std::exception &e) {
+			report(false, name + ": no exception", e.what());
+		}
+	}
+
+	// Waits until t has finished (at most wait_limit, then aborts it) and returns its result.
+	TransferResult finish(Transfer &t)
+	{
+		const auto t0 = Clock::now();
+		while (!t.done() && Clock::now() - t0 < wait_limit)
+			std::this_thread::sleep_for(std::chrono::microseconds(50));
+		const TransferResult res = t.result();
+		if (!res.done)
+			t.abort(); // the next checks start from an idle channel
+		return res;
+	}
 
 	// the longest transfer worth making on this board
 	std::uint32_t cap(std::uint32_t max) const { return slow ? std::min<std::uint32_t>(max, 64u << 10) : max; }
@@ -108,22 +116,22 @@ struct Run {
 void identity(Run &r, Board &b)
 {
 	const BoardInfo &i = b.info();
-	report(i.magic == MP_ENGINE_MAGIC, "ID reads the engine's magic", "read " + hex(i.magic));
-	report(i.versionMajor == MP_ENGINE_VERSION_MAJOR, "major version " + std::to_string(MP_ENGINE_VERSION_MAJOR),
+	r.report(i.magic == MP_ENGINE_MAGIC, "ID reads the engine's magic", "read " + hex(i.magic));
+	r.report(i.versionMajor == MP_ENGINE_VERSION_MAJOR, "major version " + std::to_string(MP_ENGINE_VERSION_MAJOR),
 	       "read " + std::to_string(i.versionMajor));
-	report(i.caps.c2hChannels == 1 && i.caps.h2cChannels == 1, "CAPS: one channel per direction");
-	report(i.caps.datapathBytes == 32 || i.caps.datapathBytes == 64, "CAPS: a 256- or 512-bit datapath",
+	r.report(i.caps.c2hChannels == 1 && i.caps.h2cChannels == 1, "CAPS: one channel per direction");
+	r.report(i.caps.datapathBytes == 32 || i.caps.datapathBytes == 64, "CAPS: a 256- or 512-bit datapath",
 	       std::to_string(i.caps.datapathBytes) + " bytes");
-	report(i.caps.patternGenerator && i.caps.checker && i.caps.loopback, "CAPS: the test logic is there");
-	report(i.clockMHz > 0, "CLOCK_MHZ is set", std::to_string(i.clockMHz));
+	r.report(i.caps.patternGenerator && i.caps.checker && i.caps.loopback, "CAPS: the test logic is there");
+	r.report(i.clockMHz > 0, "CLOCK_MHZ is set", std::to_string(i.clockMHz));
 	const std::uint64_t c0 = b.cycles();
 	std::this_thread::sleep_for(std::chrono::milliseconds(2));
-	report(b.cycles() > c0, "CYCLE counts");
+	r.report(b.cycles() > c0, "CYCLE counts");
 	// SCRATCH keeps what is written, every bit
 	for (std::uint32_t v : {0u, 0xffffffffu, 0xa5a55a5au, static_cast<std::uint32_t>(r.rng())}) {
 		b.setRegister(MP_REG_SCRATCH, v);
 		const std::uint32_t got = b.getRegister(MP_REG_SCRATCH);
-		report(got == v, "SCRATCH holds " + hex(v), "read " + hex(got));
+		r.report(got == v, "SCRATCH holds " + hex(v), "read " + hex(got));
 	}
 }
 
@@ -146,7 +154,7 @@ void pattern(Run &r, Board &b, DMAEngine &e, DMABuffer &buf, const char *kind)
 		want.resize(len);
 		mp_pattern_fill(want.data(), len, 0, seed);
 		const long long bad = first_difference(static_cast<char *>(buf.data()) + off, want.data(), len);
-		report(got == len && bad < 0,
+		r.report(got == len && bad < 0,
 		       std::string(kind) + " C2H pattern " + std::to_string(len) + " B at +" + std::to_string(off),
 		       "moved " + std::to_string(got) + ", first wrong byte " + std::to_string(bad));
 	}
@@ -172,7 +180,7 @@ void checker(Run &r, Board &b, DMAEngine &e, DMABuffer &buf, const char *kind)
 		do // the counters may trail the completion record by a moment
 			c = b.checker();
 		while (c.words != len / 4 && Clock::now() - t0 < std::chrono::milliseconds(r.slow ? 5000 : 200));
-		report(c.words == len / 4 && c.errors == (corrupt ? 1u : 0u),
+		r.report(c.words == len / 4 && c.errors == (corrupt ? 1u : 0u),
 		       std::string(kind) + " H2C checker " + std::to_string(len) + " B" + (corrupt ? ", one word corrupted" : ""),
 		       "words " + std::to_string(c.words) + ", errors " + std::to_string(c.errors));
 	}
@@ -185,7 +193,7 @@ void loopback(Run &r, Board &b, Completion completion)
 {
 	EngineOptions o;
 	o.ringEntries = 16;
-	o.waitTimeout = wait_limit;
+	o.waitTimeout = r.wait_limit;
 	o.completion = completion;
 	DMAEngine e(b, o);
 	b.setTestRouting(C2HSource::Loopback, H2CSink::Loopback);
@@ -218,7 +226,7 @@ void loopback(Run &r, Board &b, Completion completion)
 		moved += t.get();
 	out.syncForCpu();
 	const long long bad = first_difference(dst, src, total);
-	report(moved == total && bad < 0,
+	r.report(moved == total && bad < 0,
 	       std::string("loopback, ") + (completion == Completion::Polling ? "polling" : "interrupts") + ": " +
 		       std::to_string(w.size()) + " H2C and " + std::to_string(rd.size()) + " C2H descriptors, ring of 16",
 	       "moved " + std::to_string(moved) + " of " + std::to_string(total) + ", first wrong byte " + std::to_string(bad));
@@ -247,11 +255,11 @@ void bad_descriptors(Run &r, Board &b, DMAEngine &e, DMABuffer &buf)
 		const char *name = ch == Channel::C2H ? "C2H" : "H2C";
 		for (const Case &c : cases) {
 			Transfer t = e.submitRaw(ch, c.addr, c.len, c.ctrl);
-			const TransferResult res = finish(t);
+			const TransferResult res = r.finish(t);
 			// C2H data writes are posted: hardware cannot see one its host blocked, so the
 			// spec allows either outcome there (docs/dma-engine.md, BUS_ERROR)
 			const bool posted = ch == Channel::C2H && c.code == MP_ERR_BUS_ERROR;
-			report(res.done && (res.engineError == c.code || (posted && res.engineError == MP_ERR_NONE)),
+			r.report(res.done && (res.engineError == c.code || (posted && res.engineError == MP_ERR_NONE)),
 			       std::string(name) + " " + c.what + ": " + mp_engine_error_name(c.code) +
 				       (posted ? " (or none: a blocked posted write is invisible to the device)" : ""),
 			       std::string("done ") + (res.done ? "yes" : "no") + ", engine error " + mp_engine_error_name(res.engineError));
@@ -263,7 +271,7 @@ void bad_descriptors(Run &r, Board &b, DMAEngine &e, DMABuffer &buf)
 				buf.syncForCpu();
 				std::vector<unsigned char> want(4096);
 				mp_pattern_fill(want.data(), want.size(), 0, seed);
-				report(first_difference(buf.data(), want.data(), 4096) < 0, std::string(name) + " clean transfer after it");
+				r.report(first_difference(buf.data(), want.data(), 4096) < 0, std::string(name) + " clean transfer after it");
 			} else {
 				mp_pattern_fill(buf.data(), 4096, 0, seed);
 				buf.syncForDevice();
@@ -274,7 +282,7 @@ void bad_descriptors(Run &r, Board &b, DMAEngine &e, DMABuffer &buf)
 				do
 					k = b.checker();
 				while (k.words != 1024 && Clock::now() - t0 < std::chrono::milliseconds(r.slow ? 5000 : 200));
-				report(k.words == 1024 && k.errors == 0, std::string(name) + " clean transfer after it");
+				r.report(k.words == 1024 && k.errors == 0, std::string(name) + " clean transfer after it");
 			}
 		}
 	}
@@ -289,8 +297,8 @@ void abort_and_timeout(Run &r, Board &b, DMAEngine &e, DMABuffer &buf)
 	Transfer t = e.readAsync(buf, 0, 1u << 20);
 	std::this_thread::sleep_for(std::chrono::milliseconds(r.slow ? 2000 : 20));
 	const bool aborted = t.abort();
-	const TransferResult res = finish(t);
-	report(aborted && res.done && res.error == ECANCELED, "abort mid-transfer: ECANCELED",
+	const TransferResult res = r.finish(t);
+	r.report(aborted && res.done && res.error == ECANCELED, "abort mid-transfer: ECANCELED",
 	       "error " + std::to_string(res.error) + ", engine " + mp_engine_error_name(res.engineError));
 	b.setPatternRate(0);
 	const std::uint32_t seed = static_cast<std::uint32_t>(r.rng());
@@ -300,75 +308,49 @@ void abort_and_timeout(Run &r, Board &b, DMAEngine &e, DMABuffer &buf)
 	buf.syncForCpu();
 	std::vector<unsigned char> want(clean);
 	mp_pattern_fill(want.data(), want.size(), 0, seed);
-	report(got == clean && first_difference(buf.data(), want.data(), clean) < 0, "a clean transfer after the abort");
+	r.report(got == clean && first_difference(buf.data(), want.data(), clean) < 0, "a clean transfer after the abort");
 
 	// The user stream of a board without user logic (or whose logic sends nothing) never
 	// delivers: with TIMEOUT_US the engine gives up with TIMEOUT.
 	b.setTestRouting(C2HSource::User, H2CSink::Checker);
 	e.setStallTimeout(r.slow ? 20 : 2000);
 	Transfer s = e.readAsync(buf, 0, 4096);
-	const TransferResult sr = finish(s);
+	const TransferResult sr = r.finish(s);
 	e.setStallTimeout(0);
 	if (sr.done && sr.engineError == MP_ERR_NONE)
-		std::printf("ok %d - # SKIP stall timeout: the user stream delivered data\n", ++checks);
+		r.skip("stall timeout: the user stream delivered data");
 	else
-		report(sr.done && sr.engineError == MP_ERR_TIMEOUT && sr.error == ETIMEDOUT,
+		r.report(sr.done && sr.engineError == MP_ERR_TIMEOUT && sr.error == ETIMEDOUT,
 		       "no source data for TIMEOUT_US: TIMEOUT", std::string("engine ") + mp_engine_error_name(sr.engineError));
 	b.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
 }
 
 } // namespace
 
-int main(int argc, char **argv)
+namespace selftest {
+
+Outcome run(mprace::Board &b, const Options &opt)
 {
-	Run r{};
-	r.seed = static_cast<std::uint32_t>(std::chrono::system_clock::now().time_since_epoch().count());
-	for (int i = 1; i < argc; ++i) {
-		if (!std::strcmp(argv[i], "--seed") && i + 1 < argc)
-			r.seed = static_cast<std::uint32_t>(std::strtoul(argv[++i], nullptr, 0));
-		else if (!std::strcmp(argv[i], "--quick"))
-			r.quick = true;
-		else if (!std::strcmp(argv[i], "--slow"))
-			r.slow = true;
-		else if (argv[i][0] == '-') {
-			std::fprintf(stderr, "usage: engine_conformance [DEVICE] [--seed N] [--quick] [--slow]\n");
-			return 2;
-		} else
-			r.device = argv[i];
-	}
-	r.rng.seed(r.seed);
-	if (r.slow)
-		wait_limit = std::chrono::seconds(600);
-	std::unique_ptr<Board> b;
-	try {
-		b = std::make_unique<Board>(r.device);
-	} catch (const std::exception &e) {
-		std::printf("1..0 # SKIP no board: %s\n", e.what());
-		return 77;
-	}
-	std::printf("# device %s (%s), seed %u (repeat with --seed %u)\n", r.device.empty() ? "(default)" : r.device.c_str(),
-		    b->info().name.c_str(), r.seed, r.seed);
+	Run r{opt, opt.quick, opt.slow, std::mt19937(opt.seed), std::chrono::seconds(opt.slow ? 600 : 10), {}};
 
-	group("identity", [&] { identity(r, *b); });
-	{
+	r.group("identity", [&] { identity(r, b); });
+	r.group("engine and buffers", [&] {
 		EngineOptions o;
-		o.waitTimeout = wait_limit;
-		DMAEngine e(*b, o);
-		DMABuffer kmem(*b, 4u << 20);
+		o.waitTimeout = r.wait_limit;
+		DMAEngine e(b, o);
+		DMABuffer kmem(b, 4u << 20);
 		std::vector<std::uint32_t> mem((4u << 20) / 4 + 1024);
-		DMABuffer umem(*b, mem.data() + r.pick(0, 1023), 4u << 20);
-		group("pattern generator (kernel memory)", [&] { pattern(r, *b, e, kmem, "kmem"); });
-		group("pattern generator (user memory, scatter-gather)", [&] { pattern(r, *b, e, umem, "umem"); });
-		group("checker (kernel memory)", [&] { checker(r, *b, e, kmem, "kmem"); });
-		group("checker (user memory)", [&] { checker(r, *b, e, umem, "umem"); });
-		group("bad descriptors", [&] { bad_descriptors(r, *b, e, kmem); });
-		group("abort and timeout", [&] { abort_and_timeout(r, *b, e, kmem); });
-	}
-	group("loopback, both channels at once (polling)", [&] { loopback(r, *b, Completion::Polling); });
-	group("loopback, both channels at once (interrupts)", [&] { loopback(r, *b, Completion::Interrupt); });
-
-	std::printf("1..%d\n", checks);
-	if (failures)
-		std::printf("# %d of %d checks failed; seed %u\n", failures, checks, r.seed);
-	return failures ? 1 : 0;
+		DMABuffer umem(b, mem.data() + r.pick(0, 1023), 4u << 20);
+		r.group("pattern generator (kernel memory)", [&] { pattern(r, b, e, kmem, "kmem"); });
+		r.group("pattern generator (user memory, scatter-gather)", [&] { pattern(r, b, e, umem, "umem"); });
+		r.group("checker (kernel memory)", [&] { checker(r, b, e, kmem, "kmem"); });
+		r.group("checker (user memory)", [&] { checker(r, b, e, umem, "umem"); });
+		r.group("bad descriptors", [&] { bad_descriptors(r, b, e, kmem); });
+		r.group("abort and timeout", [&] { abort_and_timeout(r, b, e, kmem); });
+	});
+	r.group("loopback, both channels at once (polling)", [&] { loopback(r, b, Completion::Polling); });
+	r.group("loopback, both channels at once (interrupts)", [&] { loopback(r, b, Completion::Interrupt); });
+	return r.outcome;
 }
+
+} // namespace selftest
