@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <grp.h>
 #include <pwd.h>
@@ -211,6 +212,23 @@ void Doctor::board()
 		    loaded ? "bind the board to pcidriver (docs/bring-up.md, 'Bind')" : "modprobe pcidriver (or insmod pcidriver.ko), then check lspci");
 		return;
 	}
+	if (tools::is_bdf(device_)) {
+		// A PCI function named by its address: the platform's view of it, without opening it
+		// (not bound to pcidriver yet, or bound elsewhere).
+		has_fn_ = p_.function(device_, &fn_);
+		if (!has_fn_) {
+			add("board", Level::Serious, "no PCI function " + device_, "no /sys/bus/pci/devices/" + device_,
+			    "lspci -D lists the functions; a board missing there did not train a link (power, bitstream, slot)");
+			return;
+		}
+		if (fn_.driver != "pcidriver")
+			add("board", Level::Note, device_ + " (" + ids(fn_) + ") is bound to " + (fn_.driver.empty() ? "no driver" : fn_.driver),
+			    "driver " + (fn_.driver.empty() ? std::string("none") : fn_.driver),
+			    "bind it to pcidriver to use it (docs/bring-up.md, 'Bind')");
+		else
+			add("board", Level::Ok, device_ + " (" + ids(fn_) + ") is bound to pcidriver");
+		return;
+	}
 	if (is_kernel_device(device_)) {
 		std::string node = node_path(device_);
 		struct stat st;
@@ -325,12 +343,14 @@ void Doctor::link()
 
 void Doctor::payload()
 {
-	if (!has_fn_ || !board_) {
+	if (!has_fn_) {
 		add("payload", Level::Skipped, "no PCI function to look at");
 		return;
 	}
-	const struct pd_info &pi = board_->info().pci;
-	unsigned mps = pi.max_payload, mrrs = pi.max_read_request;
+	// In effect: what the module read from Device Control, else config space as far as it
+	// is readable here.
+	unsigned mps = board_ ? board_->info().pci.max_payload : fn_.mps();
+	unsigned mrrs = board_ ? board_->info().pci.max_read_request : fn_.mrrs();
 	// The largest payload every device on the path supports (Device Capabilities): what the
 	// kernel could have set with pci=pcie_bus_perf.
 	unsigned best = fn_.mps_supported();
@@ -345,6 +365,8 @@ void Doctor::payload()
 			best = best ? std::min(best, s) : s;
 	}
 	std::string ev = strprintf("MPS %u B, MRRS %u B in effect (Device Control)", mps, mrrs);
+	if (!mps)
+		unread = fn_.bdf;
 	if (!unread.empty()) {
 		add("payload", Level::Skipped, ev + "; what the path supports is unknown",
 		    "config space of " + unread + " beyond 64 bytes is readable only with CAP_SYS_ADMIN", "run doctor as root to check it");
@@ -434,9 +456,10 @@ void Doctor::iommu()
 		add("iommu", Level::Ok, "IOMMU translates with lazy invalidation" + std::string(t.empty() ? " (domain type not shown)" : ""), ev);
 }
 
-bool has_cap_ipc_lock(const Platform &p)
+// This process's own capability, not the (possibly copied) platform's.
+bool has_cap_ipc_lock()
 {
-	std::istringstream in(p.read_all("/proc/self/status"));
+	std::ifstream in("/proc/self/status");
 	std::string line;
 	while (std::getline(in, line))
 		if (line.compare(0, 7, "CapEff:") == 0)
@@ -450,7 +473,7 @@ void Doctor::memlock()
 	::getrlimit(RLIMIT_MEMLOCK, &r);
 	std::string lim = r.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : format_size(r.rlim_cur);
 	std::string ev = "RLIMIT_MEMLOCK " + lim + "; DMA buffers asked for (--buffers) " + format_size(buffers_);
-	if (has_cap_ipc_lock(p_)) {
+	if (has_cap_ipc_lock()) {
 		add("memlock", Level::Ok, "CAP_IPC_LOCK: the module does not limit this process's DMA buffers", ev);
 		return;
 	}
@@ -543,7 +566,8 @@ void Doctor::gpu()
 			else if (c > 0 && (c & 0x4))
 				acs += " " + common->bdf + ": ACS redirects peer-to-peer requests upstream;";
 		}
-		std::string ev = where + (acs.empty() ? std::string() : ";" + acs);
+		std::string ev = "GPU link " + g.link.text() + " (capable " + g.link_cap.text() + "); ACS:" +
+				 (acs.empty() ? std::string(" nothing redirects on the way") : acs);
 		if (g.numa_node >= 0 && fn_.numa_node >= 0 && g.numa_node != fn_.numa_node)
 			add("gpu", Level::Warning, head + ": on another NUMA node than the board: the indirect stage crosses the socket link twice", ev,
 			    "use a GPU on the board's node (nvidia-smi topo -m), or move the board");
