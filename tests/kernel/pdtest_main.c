@@ -24,12 +24,12 @@ const char *pdt_module_path = "/pcidriver.ko";
 extern const struct pdt_group grp_load, grp_info, grp_bar, grp_config, grp_kmem, grp_umem,
 	grp_irq, grp_twodev, grp_ownership, grp_lifetime, grp_unpriv, grp_badinput,
 	grp_unbind, grp_reload, grp_intx, grp_unload, grp_compat32, grp_memlock, grp_stall,
-	grp_reach, grp_nvme, grp_wc, grp_dmabuf, grp_churn;
+	grp_reach, grp_nvme, grp_wc, grp_dmabuf, grp_churn, grp_bringup;
 
 static const struct pdt_group *const groups[] = {
 	&grp_load, &grp_info, &grp_bar, &grp_config, &grp_kmem, &grp_umem, &grp_dmabuf, &grp_irq,
 	&grp_twodev, &grp_ownership, &grp_lifetime, &grp_unpriv, &grp_memlock, &grp_badinput,
-	&grp_compat32, &grp_reach, &grp_churn, &grp_nvme, &grp_wc, &grp_unbind, &grp_stall,
+	&grp_compat32, &grp_reach, &grp_churn, &grp_nvme, &grp_wc, &grp_bringup, &grp_unbind, &grp_stall,
 	&grp_reload, &grp_intx, &grp_unload, NULL,
 };
 

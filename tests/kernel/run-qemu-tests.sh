@@ -12,7 +12,9 @@
 #                (only the groups that expect it: load reach)
 # Each boot also has QEMU's NVMe controller on a fresh disk image and an ivshmem-plain device
 # on a fresh file: the nvme and wc groups drive them from user space, and the image and the
-# file are checked here afterwards (one more TAP line each).
+# file are checked here afterwards (one more TAP line each); and an e1000e behind a
+# pcie-root-port set to 2.5 GT/s x1, the PCI Express board of the bringup group, which runs the
+# mprace tool (MPRACE, copied in as /mprace with its libraries) on the real sysfs.
 # Each check is one TAP line per kernel and configuration, plus one line per boot for a dmesg
 # free of BUG, WARNING, Oops, refcount, "scheduling while atomic" and OOM kills. A check that
 # never reported (crash, hang) is a failure.
@@ -20,7 +22,8 @@
 # Environment (set by tests/kernel/Makefile.am): QEMU, CPIO, BUSYBOX, KERNEL_RELEASE and KMOD
 # (the module's kernel and pcidriver.ko), KERNEL_RELEASES (every kernel to boot; the others'
 # modules are KMOD_BUILD_DIR/kmod-RELEASE/pcidriver.ko), PDTEST (the guest program),
-# PDTEST32 (its 32-bit part, optional). Optional: PCIDRIVER_QEMU_CONFIGS (a subset of the
+# PDTEST32 (its 32-bit part, optional), MPRACE (the tool; without it the bringup checks report
+# no result). Optional: PCIDRIVER_QEMU_CONFIGS (a subset of the
 # configurations), PCIDRIVER_QEMU_KERNELS (a subset of the kernels), PCIDRIVER_QEMU_GROUPS
 # (the groups of the 256 MiB boots, for debugging), PCIDRIVER_QEMU_TIMEOUT (seconds per boot,
 # default 240), PCIDRIVER_QEMU_SMP (default 2), PCIDRIVER_QEMU_IMAGE (a kernel image to boot
@@ -31,7 +34,7 @@ set -u
 CONFIGS=${PCIDRIVER_QEMU_CONFIGS:-"plain iommu swiotlb plain-1g iommu-1g swiotlb-1g"}
 KERNELS=${PCIDRIVER_QEMU_KERNELS:-${KERNEL_RELEASES:-${KERNEL_RELEASE:-}}}
 PDT_GROUPS=${PCIDRIVER_QEMU_GROUPS:-"load info bar config kmem umem dmabuf irq twodev ownership lifetime \
-unpriv memlock churn badinput compat32 reach nvme wc unbind stall reload intx unload"}
+unpriv memlock churn badinput compat32 reach nvme wc bringup unbind stall reload intx unload"}
 PDT_GROUPS_1G="load reach"
 TIMEOUT=${PCIDRIVER_QEMU_TIMEOUT:-240}
 SMP=${PCIDRIVER_QEMU_SMP:-2}
@@ -148,7 +151,17 @@ fi
 interp=$(ldd "$PDTEST" | awk '$1 ~ /^\// && /ld-linux/ { print $1 }')
 mkdir -p "$root/usr/lib" "$root$(dirname "$interp")"
 cp -L "$interp" "$root$interp"
-ldd "$PDTEST" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' |
+# The mprace tool of the bringup group: the binary itself (not libtool's wrapper script)
+mprace_bin=
+if [ -n "${MPRACE:-}" ]; then
+	mprace_bin=$MPRACE
+	[ -x "$(dirname "$MPRACE")/.libs/$(basename "$MPRACE")" ] &&
+		mprace_bin=$(dirname "$MPRACE")/.libs/$(basename "$MPRACE")
+	cp "$mprace_bin" "$root/mprace"
+fi
+for prog in "$PDTEST" $mprace_bin; do
+	ldd "$prog" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }'
+done | sort -u |
 while read -r lib; do
 	cp -L "$lib" "$root/usr/lib/"
 done
@@ -232,6 +245,8 @@ for cfg in $CONFIGS; do
 			-nodefaults -display none -no-reboot -monitor none \
 			-serial "file:$con" -serial "file:$out" \
 			$extra_dev -device edu -device edu \
+			-device pcie-root-port,id=bringup_port,chassis=1,x-speed=2_5,x-width=1 \
+			-device e1000e,bus=bringup_port \
 			-drive "file=$work/nvme.img,if=none,id=nvm,format=raw" \
 			-device nvme,serial=pdtest-nvme,drive=nvm \
 			-object "memory-backend-file,id=shm,share=on,mem-path=$work/ivshmem,size=1M" \

@@ -58,8 +58,11 @@ else
 		ok "doctor: MPS below what the path supports is a warning naming pci=pcie_bus_perf" || { not_ok "mps (rc=$rc)"; diag "$WORK/out"; }
 
 	doctor_on mrrs mrrs=128
-	[ $rc -eq 0 ] && has payload=warning && grep -q 'MRRS 128 B' "$WORK/out" &&
-		ok "doctor: MRRS of 128 B is a warning" || { not_ok "mrrs (rc=$rc)"; diag "$WORK/out"; }
+	[ $rc -eq 0 ] && has payload=warning && grep -q 'MRRS 128 B, below MPS 256 B' "$WORK/out" &&
+		ok "doctor: MRRS below MPS is a warning" || { not_ok "mrrs (rc=$rc)"; diag "$WORK/out"; }
+	doctor_on mrrs-small mrrs=128 mps=128 mps_cap=128
+	[ $rc -eq 0 ] && has payload=note && [ "$(findings)" = 0 ] &&
+		ok "doctor: MRRS of 128 B where MPS is 128 B is a note, not a finding" || { not_ok "mrrs = mps (rc=$rc)"; diag "$WORK/out"; }
 
 	doctor_on far numa=1
 	[ $rc -eq 0 ] && has numa=warning && grep -q 'numactl --cpunodebind=1 --membind=1' "$WORK/out" &&
