@@ -35,7 +35,8 @@ make -s -C "$src" O="$obj" -j"$jobs" modules >&2 2>/dev/null || true
 kmod=$dir/pcidriver
 mkdir -p "$kmod"
 for f in "$top"/pcidriver/kernel/*.c "$top"/pcidriver/kernel/*.h "$top"/pcidriver/kernel/Kbuild \
-	"$top"/pcidriver/include/pcidriver_uapi.h "$top"/spec/kernel/pcidriver_ids.h; do
+	"$top"/pcidriver/include/pcidriver_uapi.h "$top"/spec/kernel/pcidriver_ids.h \
+	"$build"/pcidriver/kernel/pcidrv_version.h; do
 	cmp -s "$f" "$kmod/$(basename "$f")" || cp -f "$f" "$kmod/"
 done
 make -s -C "$obj" M="$kmod" modules >&2

@@ -45,6 +45,7 @@ for k in $kernels; do
 	*) fail "modinfo -k $k finds '$ko', not the module DKMS installed" ;;
 	esac
 	modinfo -k "$k" -F vermagic pcidriver | grep -q "^$k " || fail "vermagic of the module for $k"
+	[ "$(modinfo -k "$k" -F version pcidriver)" = "$version" ] || fail "MODULE_VERSION $version in the module for $k"
 	modinfo -k "$k" -F alias pcidriver | grep -q '^pci:v000010EEd00007038' || fail "our PCI alias in the module for $k"
 	dkms status "pcidriver/$version" -k "$k" | grep -q installed || fail "dkms status says installed for $k"
 done

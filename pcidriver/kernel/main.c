@@ -16,6 +16,7 @@
 #include <linux/slab.h>
 
 #include "pcidrv.h"
+#include "pcidrv_version.h"
 
 unsigned int pcidrv_dma_bits = 64;
 module_param_named(dma_bits, pcidrv_dma_bits, uint, 0644);
@@ -327,3 +328,6 @@ module_exit(pcidrv_exit);
 
 MODULE_DESCRIPTION("Generic PCI driver: BAR mapping, DMA memory, interrupts for user space");
 MODULE_LICENSE("GPL");
+/* The release, from pcidrv_version.h (written next to the sources by the build, installed into
+ * DKMS trees): `mprace doctor` compares /sys/module/pcidriver/version with the tools'. */
+MODULE_VERSION(PCIDRV_VERSION);

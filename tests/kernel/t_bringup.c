@@ -141,7 +141,8 @@ static void bringup_run(void)
 	slurp();
 	ok = rc == 0 && strstr(out, "\"warnings\": 0, \"serious\": 0") &&
 	     strstr(out, "\"check\": \"link\", \"level\": \"ok\"") &&
-	     strstr(out, "\"check\": \"memlock\", \"level\": \"ok\"");
+	     strstr(out, "\"check\": \"memlock\", \"level\": \"ok\"") &&
+	     strstr(out, "\"check\": \"module\", \"level\": \"ok\"");
 	CHECK(bringup_checks[1], ok, "status %d", rc);
 	if (!ok)
 		show();

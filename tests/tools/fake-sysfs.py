@@ -8,7 +8,8 @@ MPRACE_SYSROOT (tests/tools/tools-bringup.sh): a root port 0000:00:01.0 with a b
 
 Keys (defaults in DEFAULTS): board_cap / board_link / port_cap ("8.0x8": GT/s and lanes),
 mps / mrrs (in effect, bytes), mps_cap (what every device supports), numa (the board's node),
-iommu (the group's type, or "none"), thp, gpu (0/1), gpu_driver (open, proprietary, none).
+iommu (the group's type, or "none"), thp, gpu (0/1), gpu_driver (open, proprietary, none),
+module (the loaded pcidriver's release; "" = not loaded).
 """
 import os
 import struct
@@ -16,7 +17,7 @@ import sys
 
 DEFAULTS = dict(board_cap="8.0x8", board_link="8.0x8", port_cap="8.0x16", mps="256", mrrs="512",
                 mps_cap="256", numa="0", iommu="DMA-FQ", thp="always [madvise] never", gpu="0",
-                gpu_driver="open")
+                gpu_driver="open", module="")
 
 
 def config_space(mps_cap, mps, mrrs, acs_redirect=False):
@@ -105,6 +106,8 @@ def main():
     write(f"{root}/proc/meminfo", "MemTotal:  263000000 kB\nHugePages_Total:       0\n")
     write(f"{root}/proc/cmdline", "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro\n")
     os.makedirs(f"{root}/sys/module", exist_ok=True)
+    if o["module"]:
+        write(f"{root}/sys/module/pcidriver/version", o["module"] + "\n")
 
 
 if __name__ == "__main__":

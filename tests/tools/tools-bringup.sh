@@ -64,6 +64,14 @@ else
 	[ $rc -eq 0 ] && has payload=note && [ "$(findings)" = 0 ] &&
 		ok "doctor: MRRS of 128 B where MPS is 128 B is a note, not a finding" || { not_ok "mrrs = mps (rc=$rc)"; diag "$WORK/out"; }
 
+	doctor_on oldmodule module=0.0.1
+	[ $rc -eq 0 ] && has module=warning && [ "$(findings)" = 1 ] && grep -q 'the loaded module is release 0.0.1, the tools ' "$WORK/out" &&
+		grep -q 'dkms install pcidriver/' "$WORK/out" &&
+		ok "doctor: a loaded module of another release is a warning naming dkms" || { not_ok "module release (rc=$rc)"; diag "$WORK/out"; }
+	doctor_on samemodule module="$("$MPRACE" --version | awk '{ print $NF }')"
+	[ $rc -eq 0 ] && has module=ok && [ "$(findings)" = 0 ] &&
+		ok "doctor: a loaded module of this release is fine" || { not_ok "module of this release (rc=$rc)"; diag "$WORK/out"; }
+
 	doctor_on far numa=1
 	[ $rc -eq 0 ] && has numa=warning && grep -q 'numactl --cpunodebind=1 --membind=1' "$WORK/out" &&
 		ok "doctor: a board on a node this process cannot run on is a warning naming numactl" || { not_ok "numa (rc=$rc)"; diag "$WORK/out"; }

@@ -5,6 +5,8 @@
 // from reaching its link rate or working at all, each finding with its evidence and a fix).
 // What Linux says is read by tools::Platform (common/platform.hpp); docs/bring-up.md explains
 // each finding.
+#include "config.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -173,6 +175,7 @@ private:
 		out_.push_back({check, l, std::move(summary), std::move(evidence), std::move(fix)});
 	}
 	void board();
+	void module(const std::string &api);
 	void link();
 	void payload();
 	void numa();
@@ -221,6 +224,8 @@ void Doctor::board()
 			    "lspci -D lists the functions; a board missing there did not train a link (power, bitstream, slot)");
 			return;
 		}
+		if (p_.exists("/sys/module/pcidriver"))
+			module(std::string());
 		if (fn_.driver != "pcidriver")
 			add("board", Level::Note, device_ + " (" + ids(fn_) + ") is bound to " + (fn_.driver.empty() ? "no driver" : fn_.driver),
 			    "driver " + (fn_.driver.empty() ? std::string("none") : fn_.driver),
@@ -268,14 +273,8 @@ void Doctor::board()
 	const mprace::BoardInfo &i = board_->info();
 	if (!has_fn_ && is_kernel_device(device_))
 		has_fn_ = p_.function(i.pci.name, &fn_);
-	if (is_kernel_device(device_)) {
-		// pd_open refuses a module of another API version (EPROTO, above): opened, they agree.
-		std::string ev = strprintf("module API version %u", i.pci.abi_version);
-		std::string src = p_.read("/sys/module/pcidriver/srcversion");
-		if (!src.empty())
-			ev += ", module srcversion " + src;
-		add("module", Level::Ok, "the module speaks this library's API", ev);
-	}
+	if (is_kernel_device(device_))
+		module(strprintf("module API version %u (pd_open refuses another); ", i.pci.abi_version));
 	if (!i.isOurEngine()) {
 		add("engine", Level::Note, strprintf("%s is not a board with our engine (MAGIC 0x%08x): platform checks only", device_.c_str(), i.magic),
 		    has_fn_ ? "PCI " + fn_.bdf + ", " + ids(fn_) : std::string(),
@@ -287,6 +286,21 @@ void Doctor::board()
 	if (!is_kernel_device(device_))
 		add("board", Level::Note, strprintf("%s is a %s board (%s): the link, NUMA and IOMMU checks are about a real board",
 						    device_.c_str(), i.emulated() ? "virtual" : "simulated", i.pci.name));
+}
+
+// The loaded module's release against the tools': a module left from an older install still
+// speaks the API (else pd_open fails with EPROTO) but lacks what this release fixed.
+void Doctor::module(const std::string &api)
+{
+	std::string ver = p_.read("/sys/module/pcidriver/version");
+	std::string ev = api + "module release " + (ver.empty() ? std::string("not recorded") : ver) + ", tools release " + PACKAGE_VERSION;
+	if (ver.empty())
+		add("module", Level::Note, "the module's release is not recorded (built without pcidrv_version.h)", ev);
+	else if (ver != PACKAGE_VERSION)
+		add("module", Level::Warning, "the loaded module is release " + ver + ", the tools " + PACKAGE_VERSION, ev,
+		    std::string("install the module of this release (sudo dkms install pcidriver/") + PACKAGE_VERSION + ") and reload it");
+	else
+		add("module", Level::Ok, "the loaded module is this release", ev);
 }
 
 void Doctor::link()
