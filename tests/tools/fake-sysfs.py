@@ -9,7 +9,7 @@ MPRACE_SYSROOT (tests/tools/tools-bringup.sh): a root port 0000:00:01.0 with a b
 Keys (defaults in DEFAULTS): board_cap / board_link / port_cap ("8.0x8": GT/s and lanes),
 mps / mrrs (in effect, bytes), mps_cap (what every device supports), numa (the board's node),
 iommu (the group's type, or "none"), thp, gpu (0/1), gpu_driver (open, proprietary, none),
-module (the loaded pcidriver's release; "" = not loaded).
+module (the loaded pcidriver's release; "" = not loaded), board_driver ("" = none).
 """
 import os
 import struct
@@ -17,7 +17,7 @@ import sys
 
 DEFAULTS = dict(board_cap="8.0x8", board_link="8.0x8", port_cap="8.0x16", mps="256", mrrs="512",
                 mps_cap="256", numa="0", iommu="DMA-FQ", thp="always [madvise] never", gpu="0",
-                gpu_driver="open", module="")
+                gpu_driver="open", module="", board_driver="pcidriver")
 
 
 def config_space(mps_cap, mps, mrrs, acs_redirect=False):
@@ -85,7 +85,7 @@ def main():
     function(root, "0000:00:01.0", "0000:00:01.0", (0x8086, 0x1901), 0x060400, speed(o["port_cap"]),
              port_link, config_space(mps_cap, mps, 128), o["numa"], group, "pcieport")
     function(root, "0000:00:01.0/0000:01:00.0", "0000:01:00.0", (0x10EE, 0x7038), 0x058000,
-             speed(o["board_cap"]), port_link, config_space(mps_cap, mps, mrrs), o["numa"], group, "pcidriver")
+             speed(o["board_cap"]), port_link, config_space(mps_cap, mps, mrrs), o["numa"], group, o["board_driver"])
     if o["gpu"] == "1":
         function(root, "0000:00:01.0/0000:01:00.1", "0000:01:00.1", (0x10DE, 0x2330), 0x030200,
                  speed("16.0x16"), port_link, config_space(mps_cap, mps, mrrs), o["numa"], group, "nvidia")

@@ -110,6 +110,17 @@ else
 		ok "doctor: RLIMIT_MEMLOCK of 64 KiB against 16 MiB of buffers is serious, with the limits.conf line" ||
 		{ not_ok "memlock (rc=$rc)"; diag "$WORK/out"; }
 
+	doctor_on unbound board_driver=
+	[ $rc -eq 0 ] && has board=note && grep -q 'is bound to no driver' "$WORK/out" &&
+		ok "doctor: a board bound to no driver is a note saying how to bind it" || { not_ok "unbound board (rc=$rc)"; diag "$WORK/out"; }
+	run env MPRACE_SYSROOT="$WORK/sys-unbound" "$MPRACE" list
+	[ $rc -eq 0 ] && grep -q '^# 0000:01:00.0 has our board.s IDs (10ee:7038) but is not bound to pcidriver (no driver)' "$WORK/out" &&
+		ok "list: a function with our IDs that pcidriver does not drive is named" || { not_ok "list unbound (rc=$rc)"; diag "$WORK/out"; }
+	run env MPRACE_SYSROOT="$WORK/sys-unbound" PCIDRIVER_DEVICE= "$MPRACE" doctor --buffers 4K
+	[ $rc -eq 1 ] && grep -q '^SERIOUS  board       no board: no /dev/fpgaN' "$WORK/out" &&
+		grep -q '0000:01:00.0 has our board.s IDs, no driver' "$WORK/out" &&
+		ok "doctor without a board names the unbound function with our IDs" || { not_ok "doctor no board (rc=$rc)"; diag "$WORK/out"; }
+
 	run env MPRACE_SYSROOT="$WORK/sys-ml" "$MPRACE" doctor 0000:07:00.0 --buffers 4K
 	[ $rc -eq 1 ] && grep -q 'no PCI function 0000:07:00.0' "$WORK/out" &&
 		ok "doctor: a PCI address that is not there is serious" || { not_ok "missing function (rc=$rc)"; diag "$WORK/out"; }

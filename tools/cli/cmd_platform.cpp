@@ -81,6 +81,26 @@ unsigned min_w(unsigned a, unsigned b) { return a && b ? std::min(a, b) : std::m
 
 // ------------------------------------------------------------------------------ list
 
+// PCI functions with the engine's IDs (spec/dma-engine.toml [ids]) not bound to pcidriver.
+std::vector<std::string> unbound_boards(const Platform &p)
+{
+	std::vector<std::string> out;
+	for (const std::string &b : p.functions()) {
+		PciFunction f;
+		if (p.function(b, &f) && f.vendor == MP_ID_VENDOR && f.device == MP_ID_DEVICE && f.driver != "pcidriver")
+			out.push_back(b);
+	}
+	return out;
+}
+
+std::string driver_of(const Platform &p, const std::string &bdf)
+{
+	PciFunction f;
+	if (!p.function(bdf, &f) || f.driver.empty())
+		return "no driver";
+	return "driver " + f.driver;
+}
+
 void list_kernel_board(const Platform &p, const std::string &name)
 {
 	std::string bdf = p.bdf_of_node(name);
@@ -210,9 +230,12 @@ void Doctor::board()
 {
 	if (device_.empty()) {
 		bool loaded = p_.exists("/sys/module/pcidriver");
-		add("board", Level::Serious, "no board: no /dev/fpgaN",
-		    loaded ? "pcidriver is loaded but drives no device" : "pcidriver is not loaded (/sys/module/pcidriver)",
-		    loaded ? "bind the board to pcidriver (docs/bring-up.md, 'Bind')" : "modprobe pcidriver (or insmod pcidriver.ko), then check lspci");
+		std::string ev = loaded ? "pcidriver is loaded but drives no device" : "pcidriver is not loaded (/sys/module/pcidriver)";
+		for (const std::string &b : unbound_boards(p_))
+			ev += "; " + b + " has our board's IDs, " + driver_of(p_, b);
+		add("board", Level::Serious, "no board: no /dev/fpgaN", ev,
+		    loaded ? "bind the board to pcidriver (docs/bring-up.md, 'Install and bind')"
+			   : "modprobe pcidriver (or insmod pcidriver.ko), then check lspci");
 		return;
 	}
 	if (tools::is_bdf(device_)) {
@@ -229,7 +252,7 @@ void Doctor::board()
 		if (fn_.driver != "pcidriver")
 			add("board", Level::Note, device_ + " (" + ids(fn_) + ") is bound to " + (fn_.driver.empty() ? "no driver" : fn_.driver),
 			    "driver " + (fn_.driver.empty() ? std::string("none") : fn_.driver),
-			    "bind it to pcidriver to use it (docs/bring-up.md, 'Bind')");
+			    "bind it to pcidriver to use it (docs/bring-up.md, 'Install and bind')");
 		else
 			add("board", Level::Ok, device_ + " (" + ids(fn_) + ") is bound to pcidriver");
 		return;
@@ -241,7 +264,7 @@ void Doctor::board()
 			bool loaded = p_.exists("/sys/module/pcidriver");
 			add("board", Level::Serious, node + " does not exist",
 			    loaded ? "pcidriver is loaded" : "pcidriver is not loaded (/sys/module/pcidriver)",
-			    loaded ? "bind the board to pcidriver (docs/bring-up.md, 'Bind'); mprace list shows the devices"
+			    loaded ? "bind the board to pcidriver (docs/bring-up.md, 'Install and bind'); mprace list shows the devices"
 				   : "modprobe pcidriver (or insmod pcidriver.ko)");
 			return;
 		}
@@ -639,6 +662,13 @@ void cmd_list(Session &s, const Args &a)
 		else
 			list_backend(n);
 	}
+	if (s.quiet())
+		return;
+	// Boards with our IDs that pcidriver does not drive: the first question of a first day.
+	for (const std::string &b : unbound_boards(p))
+		std::printf("# %s has our board's IDs (%04x:%04x) but is not bound to pcidriver (%s): "
+			    "docs/bring-up.md, 'Install and bind'\n",
+			    b.c_str(), MP_ID_VENDOR, MP_ID_DEVICE, driver_of(p, b).c_str());
 }
 
 void cmd_doctor(Session &s, const Args &a)
@@ -648,7 +678,8 @@ void cmd_doctor(Session &s, const Args &a)
 	std::string device = !a.pos().empty() ? a.pos()[0] : s.device();
 	if (device.empty())
 		device = tools::pick_device("", "mprace doctor", false);
-	if (device == "emu:" && s.device().empty() && a.pos().empty() && !std::getenv("PCIDRIVER_DEVICE"))
+	const char *env = std::getenv("PCIDRIVER_DEVICE");
+	if (device == "emu:" && s.device().empty() && a.pos().empty() && !(env && *env))
 		device.clear(); // no board: doctor says so rather than look at the fall-back
 	Platform p;
 	Doctor d(p, device, buffers);
