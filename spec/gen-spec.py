@@ -24,6 +24,7 @@ SPEC = "spec/dma-engine.toml"
 C_HEADER = "spec/include/mprace-spec/engine_spec.h"
 VHDL_PKG = "spec/vhdl/engine_spec_pkg.vhd"
 PY_MODULE = "spec/python/engine_spec.py"
+PY_PACKAGE_SPEC = "python/src/mprace/_spec.py"
 KERNEL_IDS = "spec/kernel/pcidriver_ids.h"
 DOC = "docs/dma-engine.md"
 GENERATED = "Generated from spec/dma-engine.toml by spec/gen-spec.py: do not edit."
@@ -241,6 +242,38 @@ def gen_python(s):
     ])
 
 
+def gen_python_package(s):
+    """The register map and codes the Python package uses: every register by its C name
+    (channel registers as C2H_CONTROL, ...) with offset, access, reset value, fields and doc."""
+    e = s["engine"]
+    regs = {}
+    for r in s["register"]:
+        regs[r["name"]] = (r["offset"], r["access"], r.get("reset"), tuple(tuple(f[:3]) for f in r.get("fields", [])), r["doc"])
+    for c in s["channel"]:
+        for r in s["channel_register"]:
+            regs[f"{c['name']}_{r['name']}"] = (c["base"] + r["offset"], r["access"], r.get("reset"),
+                                                tuple(tuple(f[:3]) for f in r.get("fields", [])), r["doc"])
+    lines = [
+        f'"""{GENERATED}"""',
+        "# SPDX-License-Identifier: LGPL-2.1-or-later",
+        "",
+        f"MAGIC = 0x{e['magic']:08X}",
+        f"VERSION_MAJOR = {e['version_major']}",
+        f"VERSION_MINOR = {e['version_minor']}",
+        f"BAR0_SIZE = {e['bar0_size']}",
+        f"GRANULE = {e['granule']}",
+        f"MAX_DESC_LEN = {e['max_desc_len']}",
+        "",
+        "# name: (byte offset in BAR0, access, reset value or None, fields as (name, lsb, width), doc)",
+        f"REGISTERS = {pprint.pformat(regs, width=100, sort_dicts=False)}",
+        "",
+        "# engine error code: (name, doc)",
+        f"ERRORS = {pprint.pformat({x['code']: (x['name'], x['doc']) for x in s['error']}, width=100, sort_dicts=False)}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 # ----------------------------------------------------------------------------- kernel
 
 def gen_kernel_ids(s):
@@ -333,6 +366,7 @@ def outputs(top):
     with open(os.path.join(top, DOC), encoding="utf-8") as f:
         doc = f.read()
     return {C_HEADER: gen_c(s), VHDL_PKG: gen_vhdl(s), PY_MODULE: gen_python(s),
+            PY_PACKAGE_SPEC: gen_python_package(s),
             KERNEL_IDS: gen_kernel_ids(s), DOC: splice_doc(doc, gen_doc_tables(s))}
 
 

@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// mprace._core: the compiled part of the Python package, over libmprace's C++ API (Board,
+// DMABuffer, DMAEngine, Transfer). Python-facing names, argument checks and docs live in
+// mprace/__init__.py; this file does what Python cannot: the buffer protocol over DMA memory,
+// waits with the GIL released that Ctrl-C can interrupt, and the lifetime rules below.
+//
+// Lifetime. A Board's state (BoardHandle) is shared by its Buffers and Transfers. close()
+// aborts what runs, destroys the engine and unmaps every buffer from the device; user memory
+// stays this process's memory, so NumPy arrays over it stay valid. Kernel memory belongs to
+// the device handle: where a Buffer object of it is still alive at close(), the handle stays
+// open (the device unused) until the last such Buffer goes, so that no array ever points at
+// unmapped memory. Every call on a closed board, or on a buffer of one, raises ValueError.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <sys/mman.h>
+#include <vector>
+
+#include "mprace/mprace.hpp"
+#include "vboard/vboard.h"
+
+namespace nb = nanobind;
+using namespace std::chrono_literals;
+
+namespace {
+
+PyObject *g_no_board, *g_timeout, *g_engine_error; // exception classes (module attributes)
+
+struct BufferCore;
+
+struct BoardHandle {
+	std::unique_ptr<mprace::Board> board;
+	std::unique_ptr<mprace::DMAEngine> engine;
+	std::vector<BufferCore *> buffers; // alive, in creation order
+	bool closed = false;
+};
+
+[[noreturn]] void closed_error()
+{
+	throw nb::value_error("the board is closed");
+}
+
+// Raises cls(errno, message), as OSError subclasses expect.
+void set_os_error(PyObject *cls, int err, const std::string &msg)
+{
+	nb::object e = nb::steal(PyObject_CallFunction(cls, "is", err, msg.c_str()));
+	if (!e.is_valid())
+		return;
+	PyErr_SetObject(cls, e.ptr());
+}
+
+void translate(const std::exception_ptr &p, void *)
+{
+	try {
+		std::rethrow_exception(p);
+	} catch (const mprace::DMAError &e) {
+		int err = e.code().value();
+		PyObject *cls = err == ETIMEDOUT && e.engineError() == MP_ERR_NONE ? g_timeout : g_engine_error;
+		nb::object x = nb::steal(PyObject_CallFunction(cls, "is", err, e.what()));
+		if (!x.is_valid())
+			return;
+		x.attr("engine_error") = e.engineError();
+		x.attr("engine_error_name") = e.engineErrorName();
+		x.attr("bytes") = e.bytes();
+		PyErr_SetObject(cls, x.ptr());
+	} catch (const mprace::Error &e) {
+		int err = e.code().value();
+		set_os_error(err == ENODEV ? g_no_board : err == ETIMEDOUT ? g_timeout : PyExc_OSError, err, e.what());
+	}
+}
+
+// ------------------------------------------------------------------------------ buffers
+
+struct BufferCore {
+	std::shared_ptr<BoardHandle> h;
+	std::unique_ptr<mprace::DMABuffer> dma;
+	void *mem = nullptr;      // the CPU's view
+	std::size_t size = 0;     // bytes
+	bool kernel = false;      // kernel memory (else user memory)
+	bool own_mapping = false; // user memory this object mapped (munmap at the end)
+	nb::object wrapped;       // a NumPy array wrapped as user memory, kept alive
+	// the array view it offers (buffer protocol, __array_interface__)
+	std::string format, typestr;
+	Py_ssize_t itemsize = 1;
+	std::vector<Py_ssize_t> shape, strides;
+
+	BufferCore(std::shared_ptr<BoardHandle> handle) : h(std::move(handle)) { h->buffers.push_back(this); }
+	BufferCore(const BufferCore &) = delete;
+	~BufferCore()
+	{
+		dma.reset();
+		auto &v = h->buffers;
+		v.erase(std::remove(v.begin(), v.end(), this), v.end());
+		if (h->closed && std::none_of(v.begin(), v.end(), [](BufferCore *b) { return b->kernel; }))
+			h->board.reset(); // the last kernel buffer of a closed board
+		if (own_mapping && mem)
+			::munmap(mem, size);
+	}
+	mprace::DMABuffer &buffer()
+	{
+		if (h->closed || !dma)
+			closed_error();
+		return *dma;
+	}
+	void set_view(const std::string &fmt, const std::string &ts, Py_ssize_t isz, const std::vector<Py_ssize_t> &shp)
+	{
+		format = fmt;
+		typestr = ts;
+		itemsize = isz;
+		shape = shp;
+		strides.assign(shape.size(), isz);
+		for (std::size_t k = shape.size(); k-- > 1;)
+			strides[k - 1] = strides[k] * shape[k];
+	}
+};
+
+int buffer_get(PyObject *self, Py_buffer *view, int flags)
+{
+	BufferCore *b = nb::inst_ptr<BufferCore>(self);
+	if (!b->mem) {
+		PyErr_SetString(PyExc_BufferError, "the buffer has no memory");
+		return -1;
+	}
+	std::memset(view, 0, sizeof(*view));
+	view->buf = b->mem;
+	view->len = static_cast<Py_ssize_t>(b->size);
+	view->itemsize = b->itemsize;
+	view->readonly = 0;
+	view->ndim = static_cast<int>(b->shape.size());
+	view->format = (flags & PyBUF_FORMAT) ? const_cast<char *>(b->format.c_str()) : nullptr;
+	view->shape = (flags & PyBUF_ND) ? b->shape.data() : nullptr;
+	view->strides = (flags & PyBUF_STRIDES) ? b->strides.data() : nullptr;
+	view->obj = self;
+	Py_INCREF(self);
+	return 0;
+}
+
+PyType_Slot buffer_slots[] = {
+	{Py_bf_getbuffer, reinterpret_cast<void *>(buffer_get)},
+	{0, nullptr},
+};
+
+// ------------------------------------------------------------------------------ waits
+
+// Waits for t with the GIL released, in slices, so that Ctrl-C interrupts it: the transfer
+// is aborted and KeyboardInterrupt raised. timeout_s < 0: no limit. Returns the bytes moved.
+std::uint64_t wait_transfer(mprace::Transfer &t, double timeout_s)
+{
+	auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+	for (;;) {
+		bool ok;
+		{
+			nb::gil_scoped_release unlocked;
+			ok = t.wait(50ms); // throws DMAError when it failed
+		}
+		if (ok)
+			return t.result().bytes;
+		if (PyErr_CheckSignals() != 0) {
+			t.abort();
+			throw nb::python_error();
+		}
+		if (timeout_s >= 0 && std::chrono::steady_clock::now() >= until) {
+			t.abort();
+			set_os_error(g_timeout, ETIMEDOUT, "the transfer did not finish in " + std::to_string(timeout_s) + " s (aborted)");
+			throw nb::python_error();
+		}
+	}
+}
+
+struct TransferCore {
+	std::shared_ptr<BoardHandle> h;
+	mprace::Transfer t;
+	nb::object keep; // the buffer, alive while the transfer may use it
+	bool c2h;
+
+	void check() const
+	{
+		if (h->closed)
+			closed_error();
+	}
+	std::uint64_t wait(double timeout_s)
+	{
+		check();
+		std::uint64_t n = wait_transfer(t, timeout_s);
+		if (c2h)
+			nb::cast<BufferCore &>(keep).buffer().syncForCpu();
+		return n;
+	}
+	bool done()
+	{
+		check();
+		return t.done();
+	}
+	bool abort()
+	{
+		check();
+		return t.abort();
+	}
+	nb::dict result()
+	{
+		check();
+		mprace::TransferResult r = t.result();
+		nb::dict d;
+		d["done"] = r.done;
+		d["error"] = r.error;
+		d["engine_error"] = r.engineError;
+		d["engine_error_name"] = mp_engine_error_name(r.engineError);
+		d["bytes"] = r.bytes;
+		d["end_of_packet"] = r.endOfPacket;
+		return d;
+	}
+};
+
+// ------------------------------------------------------------------------------ board
+
+struct BoardCore {
+	std::shared_ptr<BoardHandle> h = std::make_shared<BoardHandle>();
+
+	explicit BoardCore(const std::string &name)
+	{
+		h->board = std::make_unique<mprace::Board>(name);
+	}
+	mprace::Board &board() const
+	{
+		if (h->closed)
+			closed_error();
+		return *h->board;
+	}
+	mprace::DMAEngine &engine()
+	{
+		if (!h->engine)
+			h->engine = std::make_unique<mprace::DMAEngine>(board());
+		return *h->engine;
+	}
+	void close()
+	{
+		if (h->closed)
+			return;
+		h->engine.reset(); // aborts and waits for what runs
+		bool keep = false;
+		for (BufferCore *b : h->buffers) {
+			if (b->kernel)
+				keep = true; // stays mapped for arrays over it (see the top)
+			else
+				b->dma.reset();
+		}
+		h->closed = true;
+		if (!keep)
+			h->board.reset();
+	}
+	bool closed() const { return h->closed; }
+
+	nb::dict info() const
+	{
+		const mprace::BoardInfo &i = board().info();
+		nb::dict d;
+		d["name"] = i.name;
+		d["backend"] = i.backendName();
+		d["vendor"] = i.pci.vendor;
+		d["device"] = i.pci.device;
+		d["subsystem_vendor"] = i.pci.subsystem_vendor;
+		d["subsystem_device"] = i.pci.subsystem_device;
+		d["magic"] = i.magic;
+		d["version"] = nb::make_tuple(i.versionMajor, i.versionMinor);
+		d["caps"] = i.capsRaw;
+		d["datapath_bytes"] = i.caps.datapathBytes;
+		d["max_payload"] = i.pci.max_payload;
+		d["max_read_request"] = i.pci.max_read_request;
+		d["irq_vectors"] = i.pci.irq_count;
+		d["clock_mhz"] = i.clockMHz;
+		return d;
+	}
+	std::uint32_t read_register(std::uint32_t off) const { return board().getRegister(off); }
+	void write_register(std::uint32_t off, std::uint32_t v) { board().setRegister(off, v); }
+
+	BufferCore *alloc(std::size_t nbytes, bool kernel, const std::string &fmt, const std::string &typestr,
+			  Py_ssize_t itemsize, const std::vector<Py_ssize_t> &shape)
+	{
+		mprace::Board &b = board();
+		auto core = std::make_unique<BufferCore>(h);
+		core->kernel = kernel;
+		core->size = nbytes;
+		if (kernel) {
+			core->dma = std::make_unique<mprace::DMABuffer>(b, nbytes);
+		} else {
+			void *m = ::mmap(nullptr, nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (m == MAP_FAILED)
+				throw mprace::Error(errno, "mmap of " + std::to_string(nbytes) + " bytes of user memory");
+			core->mem = m;
+			core->own_mapping = true;
+			core->dma = std::make_unique<mprace::DMABuffer>(b, m, nbytes);
+		}
+		core->mem = core->dma->data();
+		core->set_view(fmt, typestr, itemsize, shape);
+		return core.release();
+	}
+	BufferCore *wrap(nb::object array, std::uintptr_t addr, std::size_t nbytes, const std::string &fmt,
+			 const std::string &typestr, Py_ssize_t itemsize, const std::vector<Py_ssize_t> &shape)
+	{
+		mprace::Board &b = board();
+		auto core = std::make_unique<BufferCore>(h);
+		core->size = nbytes;
+		core->dma = std::make_unique<mprace::DMABuffer>(b, reinterpret_cast<void *>(addr), nbytes);
+		core->mem = core->dma->data();
+		core->wrapped = std::move(array);
+		core->set_view(fmt, typestr, itemsize, shape);
+		return core.release();
+	}
+
+	// One transfer of [offset, offset + length) of buf, waited for (timeout_s < 0: no limit).
+	std::uint64_t transfer(bool c2h, nb::object buf, std::uint64_t offset, std::uint64_t length, double timeout_s)
+	{
+		TransferCore t = start(c2h, std::move(buf), offset, length);
+		return t.wait(timeout_s);
+	}
+	TransferCore start(bool c2h, nb::object buf, std::uint64_t offset, std::uint64_t length)
+	{
+		BufferCore &b = nb::cast<BufferCore &>(buf);
+		if (b.h != h)
+			throw nb::value_error("the buffer belongs to another board");
+		mprace::DMABuffer &d = b.buffer();
+		mprace::DMAEngine &e = engine();
+		if (!c2h)
+			d.syncForDevice();
+		TransferCore t{h, c2h ? e.readAsync(d, offset, length) : e.writeAsync(d, offset, length), buf, c2h};
+		return t;
+	}
+
+	void set_routing(unsigned source, unsigned sink)
+	{
+		board().setTestRouting(static_cast<mprace::C2HSource>(source), static_cast<mprace::H2CSink>(sink));
+	}
+	nb::tuple routing() const
+	{
+		return nb::make_tuple(static_cast<unsigned>(board().c2hSource()), static_cast<unsigned>(board().h2cSink()));
+	}
+	void set_pattern(std::uint32_t seed, std::uint32_t rate)
+	{
+		board().setPatternSeed(seed);
+		board().setPatternRate(rate);
+	}
+	void reset_checker(std::uint32_t seed) { board().resetChecker(seed); }
+	nb::tuple checker() const
+	{
+		mprace::CheckerCounts c = board().checker();
+		return nb::make_tuple(c.words, c.errors);
+	}
+};
+
+nb::list segments(BufferCore &b)
+{
+	nb::list out;
+	for (const mprace::Segment &s : b.buffer().segments())
+		out.append(nb::make_tuple(s.offset, s.busAddress, s.length));
+	return out;
+}
+
+} // namespace
+
+NB_MODULE(_core, m)
+{
+	m.doc() = "The compiled part of the mprace package (use the names of mprace itself).";
+	vboard_register(); // "emu:" and "sim:" without plugins, as the tools do
+
+	g_no_board = PyErr_NewExceptionWithDoc("mprace.NoBoardError",
+					       "The board is not there or is gone (ENODEV): no such device, or it dropped off the link.",
+					       PyExc_OSError, nullptr);
+	g_timeout = PyErr_NewExceptionWithDoc("mprace.TransferTimeout",
+					      "A transfer or wait did not finish in time (ETIMEDOUT); the transfer was aborted.",
+					      PyExc_TimeoutError, nullptr);
+	g_engine_error = PyErr_NewExceptionWithDoc(
+		"mprace.EngineError",
+		"A transfer failed in the engine (bus error, descriptor error, stall timeout) or was aborted. "
+		"Attributes: engine_error (the spec's code), engine_error_name, bytes (moved before it failed).",
+		PyExc_OSError, nullptr);
+	m.attr("NoBoardError") = nb::borrow(g_no_board);
+	m.attr("TransferTimeout") = nb::borrow(g_timeout);
+	m.attr("EngineError") = nb::borrow(g_engine_error);
+	nb::register_exception_translator(translate);
+
+	m.def("list_devices", &mprace::Board::list, "Device names: /dev/fpgaN, then emu: and sim:.");
+
+	nb::class_<BufferCore>(m, "_Buffer", nb::type_slots(buffer_slots))
+		.def_prop_ro("address", [](BufferCore &b) { return reinterpret_cast<std::uintptr_t>(b.mem); })
+		.def_prop_ro("nbytes", [](BufferCore &b) { return b.size; })
+		.def_prop_ro("memory", [](BufferCore &b) { return b.kernel ? "kernel" : "user"; })
+		.def_prop_ro("typestr", [](BufferCore &b) { return b.typestr; })
+		.def_prop_ro("shape", [](BufferCore &b) {
+			nb::list l;
+			for (Py_ssize_t s : b.shape)
+				l.append(s);
+			return nb::tuple(l);
+		})
+		.def_prop_ro("closed", [](BufferCore &b) { return b.h->closed; })
+		.def("_segments", &segments)
+		.def("_bus_address", [](BufferCore &b, std::size_t off) { return b.buffer().busAddress(off); });
+
+	nb::class_<TransferCore>(m, "_Transfer")
+		.def("wait", &TransferCore::wait, nb::arg("timeout_s"))
+		.def("done", &TransferCore::done)
+		.def("abort", &TransferCore::abort)
+		.def("result", &TransferCore::result);
+
+	nb::class_<BoardCore>(m, "_Board")
+		.def(nb::init<const std::string &>())
+		.def("close", &BoardCore::close)
+		.def_prop_ro("closed", &BoardCore::closed)
+		.def("info", &BoardCore::info)
+		.def("read_register", &BoardCore::read_register)
+		.def("write_register", &BoardCore::write_register)
+		.def("alloc", &BoardCore::alloc, nb::rv_policy::take_ownership)
+		.def("wrap", &BoardCore::wrap, nb::rv_policy::take_ownership)
+		.def("transfer", &BoardCore::transfer)
+		.def("start", &BoardCore::start)
+		.def("set_routing", &BoardCore::set_routing)
+		.def("routing", &BoardCore::routing)
+		.def("set_pattern", &BoardCore::set_pattern)
+		.def("reset_checker", &BoardCore::reset_checker)
+		.def("checker", &BoardCore::checker);
+}

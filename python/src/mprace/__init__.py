@@ -1,0 +1,358 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Boards with the mprace DMA engine from Python: registers, DMA buffers that are NumPy arrays
+without a copy, transfers (blocking and asynchronous) and the engine's test logic.
+
+    import mprace, numpy as np
+    with mprace.open("emu:") as board:          # or "/dev/fpga0", "sim:", $PCIDRIVER_DEVICE
+        buf = board.alloc(1024, np.uint32)      # kernel memory, usable as a NumPy array
+        board.route(source="pattern")
+        board.read(buf)                         # C2H: the board writes buf
+        print(np.asarray(buf)[:4])
+
+docs/python.md is the guide and the reference. Errors are OSError subclasses carrying the errno
+(NoBoardError, TransferTimeout, EngineError) or ValueError/TypeError for bad arguments, raised
+before anything reaches the board.
+"""
+from __future__ import annotations
+
+import os
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _spec
+from ._core import EngineError, NoBoardError, TransferTimeout, _Board, _Buffer, _Transfer
+from ._core import list_devices as _list_devices
+
+__all__ = ["open", "list", "Board", "Buffer", "Transfer", "Registers", "NoBoardError",
+           "TransferTimeout", "EngineError", "SOURCES", "SINKS"]
+__version__ = "0.1.0"
+
+Buffer = _Buffer
+Buffer.__doc__ = """A DMA buffer of a board (Board.alloc, Board.wrap).
+
+Usable wherever NumPy takes an array, without a copy: np.asarray(buf) views its memory (buffer
+protocol, __array_interface__, __dlpack__). Slices of that array are valid arguments of
+Board.read/write and transfer just their part. Attributes: address (CPU), nbytes, shape,
+memory ("kernel" or "user"), segments (offset, bus address, length), closed."""
+
+# TEST_CONTROL's values (spec: C2H_SOURCE, H2C_SINK)
+SOURCES = {"user": 0, "pattern": 1, "loopback": 2}
+SINKS = {"user": 0, "checker": 1, "loopback": 2}
+
+_MEMORY = ("kernel", "user")
+
+
+def list() -> List[str]:  # noqa: A001 - the name the docs promise
+    """Device names: /dev/fpgaN (kernel devices) in order, then "emu:" and "sim:"."""
+    return _list_devices()
+
+
+def open(name: Optional[str] = None) -> "Board":  # noqa: A001
+    """Opens a board: "/dev/fpga0", "emu:OPTIONS", "sim:OPTIONS"; default $PCIDRIVER_DEVICE,
+    else /dev/fpga0. Use it in a with-statement (or call close()). Raises NoBoardError."""
+    return Board(name)
+
+
+def _interface(self):
+    return {"shape": self.shape, "typestr": self.typestr, "data": (self.address, False),
+            "version": 3}
+
+
+def _dlpack(self, *args, **kwargs):
+    return np.asarray(self).__dlpack__(*args, **kwargs)
+
+
+def _dlpack_device(self):
+    return (1, 0)  # kDLCPU: host memory the CPU reaches
+
+
+def _segments(self) -> List[Tuple[int, int, int]]:
+    """(offset in the buffer, bus address, length) of each run of contiguous bus addresses."""
+    return self._segments()
+
+
+def _bus_address(self, offset: int = 0) -> int:
+    """The bus address the board uses for byte `offset`."""
+    return self._bus_address(offset)
+
+
+def _array(self) -> np.ndarray:
+    """The buffer as a NumPy array (no copy)."""
+    return np.asarray(self)
+
+
+def _repr(self):
+    state = "closed" if self.closed else f"{self.memory} memory at 0x{self.address:x}"
+    return f"<mprace.Buffer {self.shape} {np.dtype(self.typestr)}, {self.nbytes} bytes, {state}>"
+
+
+Buffer.__array_interface__ = property(_interface)
+Buffer.__dlpack__ = _dlpack
+Buffer.__dlpack_device__ = _dlpack_device
+Buffer.segments = property(_segments)
+Buffer.bus_address = _bus_address
+Buffer.array = property(_array)
+Buffer.__repr__ = _repr
+Buffer.__len__ = lambda self: self.shape[0] if self.shape else 0
+Buffer.__getitem__ = lambda self, key: np.asarray(self)[key]
+Buffer.__setitem__ = lambda self, key, value: np.asarray(self).__setitem__(key, value)
+
+
+def _region(buf) -> Tuple[_Buffer, int, int]:
+    """(the Buffer, byte offset, byte length) of a Buffer or of a C-contiguous NumPy view of one."""
+    if isinstance(buf, _Buffer):
+        return buf, 0, buf.nbytes
+    if not isinstance(buf, np.ndarray):
+        raise TypeError(f"expected an mprace.Buffer or a NumPy view of one, not {type(buf).__name__}")
+    base = buf.base
+    while base is not None and not isinstance(base, _Buffer):
+        # NumPy's views chain through .base; an array over the buffer protocol ends in a
+        # memoryview whose .obj is the Buffer
+        base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
+    if base is None:
+        raise ValueError("this array is not a view of an mprace.Buffer (Board.alloc or Board.wrap make one)")
+    if not buf.flags.c_contiguous:
+        raise ValueError("a transfer needs a contiguous region: this view is strided")
+    offset = buf.__array_interface__["data"][0] - base.address
+    if offset < 0 or offset + buf.nbytes > base.nbytes:
+        raise ValueError("the view lies outside its buffer")
+    return base, offset, buf.nbytes
+
+
+def _check_region(offset: int, length: int):
+    g = _spec.GRANULE
+    if length == 0:
+        raise ValueError("a transfer of 0 bytes")
+    if offset % g or length % g:
+        raise ValueError(f"offset ({offset}) and length ({length}) must be multiples of {g} bytes")
+
+
+class Transfer:
+    """A transfer started by Board.read_async / write_async."""
+
+    def __init__(self, core: _Transfer, length: int):
+        self._core = core
+        self.length = length
+
+    def wait(self, timeout: Optional[float] = None) -> int:
+        """Waits for the end (timeout in seconds, None: no limit) and returns the bytes moved.
+        Raises EngineError when it failed, TransferTimeout after `timeout` (it is aborted),
+        KeyboardInterrupt on Ctrl-C (it is aborted)."""
+        if timeout is not None and timeout < 0:
+            raise ValueError("timeout must be >= 0 seconds, or None")
+        return self._core.wait(-1.0 if timeout is None else float(timeout))
+
+    @property
+    def done(self) -> bool:
+        """Whether it finished (successfully or not), without waiting."""
+        return self._core.done()
+
+    def abort(self) -> bool:
+        """Cancels it (it ends with ECANCELED); False if it had already finished."""
+        return self._core.abort()
+
+    @property
+    def result(self) -> Dict[str, object]:
+        """done, error (errno), engine_error (code), engine_error_name, bytes, end_of_packet."""
+        return self._core.result()
+
+
+class Registers:
+    """BAR0 registers by name (board.regs["SCRATCH"], case-insensitive, the spec's names) or
+    byte offset (board.regs[0x14])."""
+
+    def __init__(self, board: "Board"):
+        self._board = board
+
+    @staticmethod
+    def offset(key: Union[str, int]) -> int:
+        if isinstance(key, str):
+            info = _spec.REGISTERS.get(key.upper())
+            if info is None:
+                raise KeyError(f"no register {key!r} (names: {', '.join(_spec.REGISTERS)})")
+            return info[0]
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            key = int(key)
+            if key < 0 or key >= _spec.BAR0_SIZE or key % 4:
+                raise ValueError(f"register offset {key:#x}: a multiple of 4 below {_spec.BAR0_SIZE:#x}")
+            return key
+        raise TypeError(f"a register is a name or an offset, not {type(key).__name__}")
+
+    def __getitem__(self, key: Union[str, int]) -> int:
+        return self._board._core.read_register(self.offset(key))
+
+    def __setitem__(self, key: Union[str, int], value: int):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+            raise TypeError("a register value is an int")
+        if not 0 <= int(value) <= 0xFFFFFFFF:
+            raise ValueError(f"register value {value}: 0 .. 0xFFFFFFFF")
+        self._board._core.write_register(self.offset(key), int(value))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_spec.REGISTERS)
+
+    def __len__(self) -> int:
+        return len(_spec.REGISTERS)
+
+    def dump(self) -> Dict[str, int]:
+        """Every named register's value (reads have no side effects in the spec's map)."""
+        return {name: self[name] for name in _spec.REGISTERS}
+
+
+class Board:
+    """An open board. Use open() in a with-statement; close() frees its buffers' device
+    mappings and the engine (see docs/python.md, 'Lifetime')."""
+
+    def __init__(self, name: Optional[str] = None):
+        if name is None:
+            name = os.environ.get("PCIDRIVER_DEVICE", "")
+        if not isinstance(name, str):
+            raise TypeError(f"a device name is a str, not {type(name).__name__}")
+        self._core = _Board(name)
+        self.regs = Registers(self)
+
+    # -- lifetime
+    def close(self) -> None:
+        """Aborts running transfers, destroys the engine, unmaps every buffer from the device.
+        Idempotent. Arrays over user memory stay valid; see docs/python.md, 'Lifetime'."""
+        self._core.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._core.closed
+
+    def __enter__(self) -> "Board":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "<mprace.Board closed>"
+        i = self.info
+        return f"<mprace.Board {i['name']!r} ({i['backend']}), engine {i['version'][0]}.{i['version'][1]}>"
+
+    @property
+    def info(self) -> Dict[str, object]:
+        """name, backend (kernel, emu, sim), PCI IDs, magic, version, caps, datapath_bytes,
+        max_payload, max_read_request, irq_vectors, clock_mhz."""
+        return self._core.info()
+
+    # -- buffers
+    def alloc(self, shape: Union[int, Sequence[int]], dtype=np.uint8, memory: str = "kernel") -> _Buffer:
+        """A DMA buffer of `shape` elements of `dtype`: "kernel" memory (one bus address,
+        zeroed) or "user" memory (this process's, pinned, scatter-gather)."""
+        if memory not in _MEMORY:
+            raise ValueError(f"memory is 'kernel' or 'user', not {memory!r}")
+        shape, dt = _shape_dtype(shape, dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        if nbytes <= 0:
+            raise ValueError(f"a buffer of {nbytes} bytes")
+        if nbytes % _spec.GRANULE:
+            raise ValueError(f"a buffer of {nbytes} bytes: a multiple of {_spec.GRANULE} bytes")
+        return self._core.alloc(nbytes, memory == "kernel", dt.char, dt.str, dt.itemsize, [*shape])
+
+    def wrap(self, array: np.ndarray) -> _Buffer:
+        """Pins an existing NumPy array as user memory (C-contiguous, writeable, its address and
+        size multiples of 4 bytes); the array stays alive and pinned while the buffer lives."""
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"wrap takes a NumPy array, not {type(array).__name__}")
+        if not array.flags.c_contiguous or not array.flags.writeable:
+            raise ValueError("wrap needs a C-contiguous, writeable array")
+        addr = array.__array_interface__["data"][0]
+        if addr % _spec.GRANULE or array.nbytes % _spec.GRANULE or array.nbytes == 0:
+            raise ValueError(f"wrap needs an address and a size that are multiples of {_spec.GRANULE} bytes")
+        _, dt = _shape_dtype(array.shape or (1,), array.dtype)
+        return self._core.wrap(array, addr, array.nbytes, dt.char, dt.str, dt.itemsize, [*array.shape])
+
+    # -- transfers
+    def read(self, buf, timeout: Optional[float] = 10.0) -> int:
+        """C2H: the board writes buf (a Buffer or a contiguous view of one). Returns the bytes
+        moved. timeout in seconds (None: no limit)."""
+        b, off, n = _region(buf)
+        _check_region(off, n)
+        return self._core.transfer(True, b, off, n, _timeout(timeout))
+
+    def write(self, buf, timeout: Optional[float] = 10.0) -> int:
+        """H2C: the board reads buf. Returns the bytes moved."""
+        b, off, n = _region(buf)
+        _check_region(off, n)
+        return self._core.transfer(False, b, off, n, _timeout(timeout))
+
+    def read_async(self, buf) -> Transfer:
+        """Starts a C2H transfer into buf and returns its Transfer."""
+        b, off, n = _region(buf)
+        _check_region(off, n)
+        return Transfer(self._core.start(True, b, off, n), n)
+
+    def write_async(self, buf) -> Transfer:
+        """Starts an H2C transfer from buf and returns its Transfer."""
+        b, off, n = _region(buf)
+        _check_region(off, n)
+        return Transfer(self._core.start(False, b, off, n), n)
+
+    # -- the engine's test logic (bring-up)
+    def route(self, source: Optional[str] = None, sink: Optional[str] = None) -> Tuple[str, str]:
+        """Sets (and returns) TEST_CONTROL: source user|pattern|loopback feeds C2H, sink
+        user|checker|loopback takes H2C. None keeps the current one."""
+        cur_src, cur_sink = self._core.routing()
+        names_src = {v: k for k, v in SOURCES.items()}
+        names_sink = {v: k for k, v in SINKS.items()}
+        if source is not None and source not in SOURCES:
+            raise ValueError(f"source is one of {', '.join(SOURCES)}, not {source!r}")
+        if sink is not None and sink not in SINKS:
+            raise ValueError(f"sink is one of {', '.join(SINKS)}, not {sink!r}")
+        src = SOURCES[source] if source is not None else cur_src
+        snk = SINKS[sink] if sink is not None else cur_sink
+        if (src, snk) != (cur_src, cur_sink):
+            self._core.set_routing(src, snk)
+        return names_src[src], names_sink[snk]
+
+    def pattern(self, seed: int = 0, rate: int = 0) -> None:
+        """The pattern generator's first word and its rate limit in MB/s (0: unlimited)."""
+        for v, what in ((seed, "seed"), (rate, "rate")):
+            if not isinstance(v, (int, np.integer)) or not 0 <= int(v) <= 0xFFFFFFFF:
+                raise ValueError(f"{what} is an int in 0 .. 0xFFFFFFFF")
+        self._core.set_pattern(int(seed), int(rate))
+
+    def reset_checker(self, seed: int = 0) -> None:
+        """Restarts the checker's comparison at `seed` and clears its counts."""
+        if not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) <= 0xFFFFFFFF:
+            raise ValueError("seed is an int in 0 .. 0xFFFFFFFF")
+        self._core.reset_checker(int(seed))
+
+    @property
+    def checker(self) -> Tuple[int, int]:
+        """(words compared, mismatches) since the last reset_checker."""
+        return self._core.checker()
+
+
+def _timeout(t: Optional[float]) -> float:
+    if t is None:
+        return -1.0
+    if not isinstance(t, (int, float)) or t < 0:
+        raise ValueError("timeout is a number of seconds >= 0, or None")
+    return float(t)
+
+
+def _shape_dtype(shape, dtype) -> Tuple[Tuple[int, ...], np.dtype]:
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (int(shape),)
+    if isinstance(shape, (str, bytes)) or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool)
+                                                   for s in (shape if hasattr(shape, "__iter__") else [None])):
+        raise TypeError("shape is an int or a sequence of ints")
+    try:
+        shape = tuple(int(s) for s in shape)
+    except TypeError:
+        raise TypeError("shape is an int or a sequence of ints") from None
+    if not shape or any(s <= 0 for s in shape):
+        raise ValueError(f"shape {shape}: every dimension must be > 0")
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"dtype {dtype!r}: {e}") from None
+    if dt.kind not in "uif" or dt.char not in "bBhHiIlLqQefd":
+        raise TypeError(f"dtype {dt}: a DMA buffer holds integers or floats")
+    return shape, dt.newbyteorder("=")
