@@ -10,7 +10,8 @@
 // stays this process's memory, so NumPy arrays over it stay valid. Kernel memory belongs to
 // the device handle: where a Buffer object of it is still alive at close(), the handle stays
 // open (the device unused) until the last such Buffer goes, so that no array ever points at
-// unmapped memory. Every call on a closed board, or on a buffer of one, raises ValueError.
+// unmapped memory; the same holds for a stream's buffers while arrays view its chunks. Every
+// call on a closed board, or on a buffer of one, raises ValueError.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -19,10 +20,13 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <sys/mman.h>
 #include <vector>
 
+#include "bufmgr/mprace_transfer.hpp"
+#include "bufmgr/pooled_buffer.hpp"
 #include "mprace/mprace.hpp"
 #include "vboard/vboard.h"
 
@@ -34,12 +38,17 @@ namespace {
 PyObject *g_no_board, *g_timeout, *g_engine_error; // exception classes (module attributes)
 
 struct BufferCore;
+struct StreamCore;
 
 struct BoardHandle {
 	std::unique_ptr<mprace::Board> board;
 	std::unique_ptr<mprace::DMAEngine> engine;
 	std::vector<BufferCore *> buffers; // alive, in creation order
+	std::vector<StreamCore *> streams; // alive
 	bool closed = false;
+
+	// After close(): the device handle goes once no memory of it can still be viewed.
+	void release_when_unused();
 };
 
 [[noreturn]] void closed_error()
@@ -98,8 +107,7 @@ struct BufferCore {
 		dma.reset();
 		auto &v = h->buffers;
 		v.erase(std::remove(v.begin(), v.end(), this), v.end());
-		if (h->closed && std::none_of(v.begin(), v.end(), [](BufferCore *b) { return b->kernel; }))
-			h->board.reset(); // the last kernel buffer of a closed board
+		h->release_when_unused();
 		if (own_mapping && mem)
 			::munmap(mem, size);
 	}
@@ -218,6 +226,172 @@ struct TransferCore {
 	}
 };
 
+// ------------------------------------------------------------------------------ streams
+
+// A continuous C2H acquisition through libbufmgr's PooledBuffer: K DMA buffers filled in
+// turn by its engine thread, lent to Python as Chunks (zero-copy views) and refilled once
+// released. Calls are serialised by the GIL, except the waits in next(), which hold `mu`
+// instead (released before the GIL is taken back, so that release() cannot deadlock).
+using Pool = bufmgr::PooledBuffer<bufmgr::MpraceTransfer>;
+
+struct ChunkCore;
+
+struct StreamCore {
+	std::shared_ptr<BoardHandle> h;
+	std::unique_ptr<Pool> pool;
+	std::vector<ChunkCore *> lent;
+	std::mutex mu;
+	std::string format, typestr;
+	Py_ssize_t itemsize = 1;
+	bool stopped = false;
+	long exports = 0; // buffer-protocol views of chunks: the pool's memory stays while any
+
+	StreamCore(std::shared_ptr<BoardHandle> handle) : h(std::move(handle)) { h->streams.push_back(this); }
+	StreamCore(const StreamCore &) = delete;
+	~StreamCore()
+	{
+		stop();
+		pool.reset();
+		auto &v = h->streams;
+		v.erase(std::remove(v.begin(), v.end(), this), v.end());
+		h->release_when_unused();
+	}
+	void stop();
+	nb::object next(nb::handle self);
+	nb::dict stats() const
+	{
+		bufmgr::StreamStats st = pool ? pool->stats() : bufmgr::StreamStats();
+		nb::dict d;
+		d["buffers"] = st.buffers;
+		d["bytes"] = st.bytes;
+		d["overruns"] = st.overruns;
+		d["dropped_bytes"] = st.dropped_bytes;
+		d["backpressure"] = st.backpressure;
+		return d;
+	}
+};
+
+struct ChunkCore {
+	nb::object stream; // keeps the StreamCore alive while lent
+	Pool::Filled f;
+	std::vector<Py_ssize_t> shape{0}, strides{1};
+
+	StreamCore &s() { return nb::cast<StreamCore &>(stream); }
+	void release()
+	{
+		if (!f)
+			return;
+		StreamCore &st = s();
+		std::lock_guard<std::mutex> l(st.mu);
+		f.release();
+		st.lent.erase(std::remove(st.lent.begin(), st.lent.end(), this), st.lent.end());
+	}
+	~ChunkCore()
+	{
+		if (f)
+			release();
+	}
+};
+
+void StreamCore::stop()
+{
+	if (stopped)
+		return;
+	stopped = true;
+	for (ChunkCore *c : lent) // handles first: the pool must not outlive them (~PooledBuffer)
+		c->f.release();
+	lent.clear();
+	if (pool) {
+		{
+			nb::gil_scoped_release unlocked;
+			pool->stop_stream();
+		}
+		if (exports == 0) // else arrays still view its buffers: freed with the last of them
+			pool.reset();
+	}
+}
+
+void BoardHandle::release_when_unused()
+{
+	if (!closed || !board)
+		return;
+	if (std::any_of(buffers.begin(), buffers.end(), [](BufferCore *b) { return b->kernel; }))
+		return;
+	if (std::any_of(streams.begin(), streams.end(), [](StreamCore *s) { return s->pool != nullptr; }))
+		return;
+	board.reset();
+}
+
+void chunk_release_buffer(PyObject *self, Py_buffer *)
+{
+	StreamCore &s = nb::inst_ptr<ChunkCore>(self)->s();
+	if (--s.exports == 0 && s.stopped && s.pool) {
+		s.pool.reset();
+		s.h->release_when_unused();
+	}
+}
+
+int chunk_get(PyObject *self, Py_buffer *view, int flags)
+{
+	ChunkCore *c = nb::inst_ptr<ChunkCore>(self);
+	if (!c->f) {
+		PyErr_SetString(PyExc_BufferError, "the chunk was released (its buffer went back to the board)");
+		return -1;
+	}
+	StreamCore &s = c->s();
+	std::memset(view, 0, sizeof(*view));
+	view->buf = const_cast<std::byte *>(c->f.data());
+	view->len = static_cast<Py_ssize_t>(c->f.bytes());
+	view->itemsize = s.itemsize;
+	view->readonly = 0;
+	view->ndim = 1;
+	c->shape[0] = view->len / s.itemsize;
+	c->strides[0] = s.itemsize;
+	view->format = (flags & PyBUF_FORMAT) ? const_cast<char *>(s.format.c_str()) : nullptr;
+	view->shape = (flags & PyBUF_ND) ? c->shape.data() : nullptr;
+	view->strides = (flags & PyBUF_STRIDES) ? c->strides.data() : nullptr;
+	view->obj = self;
+	Py_INCREF(self);
+	++s.exports;
+	return 0;
+}
+
+PyType_Slot chunk_slots[] = {
+	{Py_bf_getbuffer, reinterpret_cast<void *>(chunk_get)},
+	{Py_bf_releasebuffer, reinterpret_cast<void *>(chunk_release_buffer)},
+	{0, nullptr},
+};
+
+// The next filled buffer as a Chunk, or None at the end of the stream. Waits in slices with
+// the GIL released; Ctrl-C stops the stream and raises KeyboardInterrupt.
+nb::object StreamCore::next(nb::handle self)
+{
+	if (h->closed)
+		closed_error();
+	if (stopped || !pool)
+		return nb::none();
+	for (;;) {
+		Pool::Filled f;
+		bool timed_out = false;
+		{
+			nb::gil_scoped_release unlocked;
+			std::lock_guard<std::mutex> l(mu);
+			f = pool->next_for(50ms, &timed_out); // throws the stream's error
+		}
+		if (f) {
+			auto *c = new ChunkCore{nb::borrow(self), std::move(f)};
+			lent.push_back(c);
+			return nb::cast(c, nb::rv_policy::take_ownership);
+		}
+		if (!timed_out)
+			return nb::none(); // the end (max_buffers, or stopped)
+		if (PyErr_CheckSignals() != 0) {
+			stop();
+			throw nb::python_error();
+		}
+	}
+}
+
 // ------------------------------------------------------------------------------ board
 
 struct BoardCore {
@@ -243,17 +417,14 @@ struct BoardCore {
 	{
 		if (h->closed)
 			return;
+		for (StreamCore *st : std::vector<StreamCore *>(h->streams))
+			st->stop(); // before the engine its thread uses
 		h->engine.reset(); // aborts and waits for what runs
-		bool keep = false;
-		for (BufferCore *b : h->buffers) {
-			if (b->kernel)
-				keep = true; // stays mapped for arrays over it (see the top)
-			else
-				b->dma.reset();
-		}
+		for (BufferCore *b : h->buffers)
+			if (!b->kernel)
+				b->dma.reset(); // kernel memory stays mapped for arrays over it (see the top)
 		h->closed = true;
-		if (!keep)
-			h->board.reset();
+		h->release_when_unused();
 	}
 	bool closed() const { return h->closed; }
 
@@ -323,6 +494,9 @@ struct BoardCore {
 	TransferCore start(bool c2h, nb::object buf, std::uint64_t offset, std::uint64_t length)
 	{
 		BufferCore &b = nb::cast<BufferCore &>(buf);
+		for (StreamCore *st : h->streams)
+			if (!st->stopped)
+				throw mprace::Error(EBUSY, "a stream is running on this board: stop it before other transfers");
 		if (b.h != h)
 			throw nb::value_error("the buffer belongs to another board");
 		mprace::DMABuffer &d = b.buffer();
@@ -331,6 +505,25 @@ struct BoardCore {
 			d.syncForDevice();
 		TransferCore t{h, c2h ? e.readAsync(d, offset, length) : e.writeAsync(d, offset, length), buf, c2h};
 		return t;
+	}
+
+	StreamCore *stream(std::size_t buffer_bytes, std::size_t count, bool kernel, bool drop,
+			   std::uint64_t max_buffers, const std::string &fmt, const std::string &typestr,
+			   Py_ssize_t itemsize)
+	{
+		mprace::Board &b = board();
+		auto st = std::make_unique<StreamCore>(h);
+		st->format = fmt;
+		st->typestr = typestr;
+		st->itemsize = itemsize;
+		st->pool = std::make_unique<Pool>(
+			bufmgr::MpraceTransfer(b, engine(), kernel ? bufmgr::MemoryKind::kernel : bufmgr::MemoryKind::user),
+			count, buffer_bytes);
+		bufmgr::StreamOptions o;
+		o.overflow = drop ? bufmgr::Overflow::drop : bufmgr::Overflow::block;
+		o.max_buffers = max_buffers;
+		st->pool->start_stream(o);
+		return st.release();
 	}
 
 	void set_routing(unsigned source, unsigned sink)
@@ -408,6 +601,28 @@ NB_MODULE(_core, m)
 		.def("abort", &TransferCore::abort)
 		.def("result", &TransferCore::result);
 
+	nb::class_<ChunkCore>(m, "_Chunk", nb::type_slots(chunk_slots))
+		.def("release", &ChunkCore::release)
+		.def_prop_ro("released", [](ChunkCore &c) { return !c.f; })
+		.def_prop_ro("sequence", [](ChunkCore &c) {
+			if (!c.f)
+				throw nb::value_error("the chunk was released");
+			return c.f.sequence();
+		})
+		.def_prop_ro("nbytes", [](ChunkCore &c) { return c.f ? c.f.bytes() : 0; })
+		.def_prop_ro("address", [](ChunkCore &c) {
+			if (!c.f)
+				throw nb::value_error("the chunk was released");
+			return reinterpret_cast<std::uintptr_t>(c.f.data());
+		})
+		.def_prop_ro("typestr", [](ChunkCore &c) { return c.s().typestr; });
+
+	nb::class_<StreamCore>(m, "_Stream")
+		.def("next", [](nb::handle self) { return nb::cast<StreamCore &>(self).next(self); })
+		.def("stop", &StreamCore::stop)
+		.def("stats", &StreamCore::stats)
+		.def_prop_ro("stopped", [](StreamCore &s) { return s.stopped; });
+
 	nb::class_<BoardCore>(m, "_Board")
 		.def(nb::init<const std::string &>())
 		.def("close", &BoardCore::close)
@@ -419,6 +634,7 @@ NB_MODULE(_core, m)
 		.def("wrap", &BoardCore::wrap, nb::rv_policy::take_ownership)
 		.def("transfer", &BoardCore::transfer)
 		.def("start", &BoardCore::start)
+		.def("stream", &BoardCore::stream, nb::rv_policy::take_ownership)
 		.def("set_routing", &BoardCore::set_routing)
 		.def("routing", &BoardCore::routing)
 		.def("set_pattern", &BoardCore::set_pattern)

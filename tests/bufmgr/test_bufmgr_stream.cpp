@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 // PooledBuffer's streaming API over the memcpy Transfer: order and data of every buffer,
 // Filled handles, read() from a running stream, backpressure and overrun counting, stop and
-// destruction while streaming (also with a transfer that never completes), errors mid-stream.
+// destruction while streaming (also with a transfer that never completes), errors mid-stream,
+// next_for()'s timeout against the end of the stream.
 #include <atomic>
 #include <thread>
 
@@ -343,6 +344,35 @@ START_TEST(test_abort_stream)
 }
 END_TEST
 
+// next_for(): times out (stream running on) while the link is slow, delivers the buffers in
+// order and intact, and tells the end of the stream apart from a timeout.
+START_TEST(test_next_for)
+{
+	MemcpyOptions o = options();
+	o.rate_mbps = 0.5; // 4 KiB per ~8 ms
+	Pool p(MemcpyTransfer(o), 3, BUF);
+	StreamOptions so;
+	so.max_buffers = 3;
+	p.start_stream(so);
+	bool timed_out = false;
+	Pool::Filled f = p.next_for(std::chrono::microseconds(100), &timed_out);
+	ck_assert(!f);
+	ck_assert(timed_out);
+	for (std::uint64_t k = 0; k < 3; ++k) {
+		do
+			f = p.next_for(std::chrono::milliseconds(2), &timed_out);
+		while (!f && timed_out);
+		ck_assert_uint_eq(f.sequence(), k);
+		check_filled(f, BUF);
+		f.release();
+	}
+	f = p.next_for(std::chrono::seconds(5), &timed_out);
+	ck_assert(!f);
+	ck_assert(!timed_out); // the end, not a timeout
+	p.stop_stream();
+}
+END_TEST
+
 extern "C" Suite *test_suite(void)
 {
 	Suite *s = suite_create("bufmgr_stream");
@@ -362,6 +392,7 @@ extern "C" Suite *test_suite(void)
 	tcase_add_test(tc, test_error_mid_stream);
 	tcase_add_test(tc, test_callback_throws);
 	tcase_add_test(tc, test_abort_stream);
+	tcase_add_test(tc, test_next_for);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -86,6 +86,20 @@ static void show(void)
 		pdt_diag("err: %s", line);
 }
 
+/* Whether addr is bound to pcidriver now. */
+static int bound_to_pcidriver(const char *addr)
+{
+	char path[PATH_MAX], link[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver", addr);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = 0;
+	return !strcmp(strrchr(link, '/') ? strrchr(link, '/') + 1 : link, "pcidriver");
+}
+
 /* The PCI address of the bridge above addr (its parent in sysfs), or "". */
 static void parent_of(const char *addr, char *up, size_t len)
 {
@@ -107,7 +121,7 @@ static void parent_of(const char *addr, char *up, size_t len)
 static void bringup_run(void)
 {
 	char addr[64], edu[64], port[64], node[32], want[256];
-	int minor, edu_minor = -1, rc, ok;
+	int minor, edu_minor = -1, edu_was_bound = 0, rc, ok;
 
 	if (find_pci(BOARD_VENDOR, BOARD_DEVICE, addr, sizeof(addr)) || access(TOOL, X_OK)) {
 		pdt_diag("no e1000e behind a root port, or no %s in the initramfs", TOOL);
@@ -118,8 +132,12 @@ static void bringup_run(void)
 		pdt_diag("binding %s: %s", addr, errname(minor));
 		return;
 	}
-	if (!find_pci(EDU_VENDOR, EDU_DEVICE, edu, sizeof(edu)))
+	/* an edu as the second board: bound by the load group already (later groups expect
+	 * it so), else bound here and unbound at the end */
+	if (!find_pci(EDU_VENDOR, EDU_DEVICE, edu, sizeof(edu))) {
+		edu_was_bound = bound_to_pcidriver(edu);
 		edu_minor = bind_pci(edu);
+	}
 	snprintf(node, sizeof(node), "/dev/fpga%d", minor);
 	parent_of(addr, port, sizeof(port));
 
@@ -173,7 +191,7 @@ static void bringup_run(void)
 	if (!ok)
 		show();
 
-	if (edu_minor >= 0)
+	if (edu_minor >= 0 && !edu_was_bound)
 		unbind_pci(edu);
 	unbind_pci(addr);
 }

@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0
 """Transfers on the virtual board, checked byte for byte: C2H from the pattern generator, H2C
 into the checker, both through the loopback; slices, async, errors, Ctrl-C, threads."""
+import errno
 import signal
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -175,3 +177,79 @@ def test_ctrl_c_interrupts_a_wait_and_aborts():
     out, _ = p.communicate(timeout=30)
     assert p.returncode == 0
     assert "interrupted" in out and "again 64" in out
+
+
+# ---- streaming
+
+
+@pytest.mark.parametrize("memory", ["kernel", "user"])
+def test_stream_in_order_byte_for_byte(board, memory):
+    board.route(source="pattern")
+    board.pattern(seed=100)
+    seen = 0
+    with board.stream(buffer_bytes=64 << 10, count=4, dtype=np.uint32, memory=memory, max_buffers=20) as s:
+        for chunk in s:
+            with chunk:
+                a = np.asarray(chunk)
+                assert a.dtype == np.uint32 and a.size == 16384
+                assert np.shares_memory(a, chunk.array)
+                # the stream is one pattern: buffer k starts at word k * 16384
+                assert np.array_equal(a, pattern(100 + chunk.sequence * 16384, 16384))
+                assert chunk.sequence == seen
+            assert chunk.released
+            seen += 1
+        st = s.stats
+    assert seen == 20 and st["buffers"] == 20 and st["bytes"] == 20 * (64 << 10) and st["overruns"] == 0
+
+
+def test_stream_slow_consumer_backpressure_and_drop(board):
+    board.route(source="pattern")
+    for overflow in ("block", "drop"):
+        with board.stream(buffer_bytes=16 << 10, count=2, overflow=overflow, max_buffers=30) as s:
+            got = 0
+            for chunk in s:
+                time.sleep(0.002)
+                chunk.release()
+                got += 1
+            st = s.stats
+        if overflow == "block":
+            assert got == 30 and st["backpressure"] > 0 and st["overruns"] == 0
+        else:
+            assert got + st["overruns"] == 30 and st["overruns"] > 0
+
+
+def test_stream_holding_every_buffer_is_an_error(board):
+    board.route(source="pattern")
+    with board.stream(buffer_bytes=4096, count=2) as s:
+        a, b = s.next(), s.next()
+        with pytest.raises(OSError) as e:
+            s.next()
+        assert e.value.errno == errno.EDEADLK
+        a.release()
+        assert s.next() is not None
+
+
+def test_stream_excludes_other_transfers_and_stops_with_the_board():
+    b = mprace.open("emu:")
+    b.route(source="pattern")
+    s = b.stream(buffer_bytes=4096, count=3)
+    c = s.next()
+    view = np.asarray(c)
+    with pytest.raises(OSError) as e:
+        b.read(b.alloc(16, np.uint32))
+    assert e.value.errno == errno.EBUSY
+    b.close()
+    assert s.stopped and c.released
+    with pytest.raises((BufferError, ValueError), match="released"):
+        np.asarray(c)
+    view.sum()  # the memory stays mapped: no crash
+
+
+@pytest.mark.parametrize("kwargs, exc", [
+    (dict(buffer_bytes=6), ValueError), (dict(count=1), ValueError), (dict(overflow="wait"), ValueError),
+    (dict(memory="gpu"), ValueError), (dict(buffer_bytes=12, dtype=np.uint64), ValueError),
+    (dict(max_buffers=-1), ValueError), (dict(dtype=object), TypeError),
+])
+def test_stream_bad_arguments(board, kwargs, exc):
+    with pytest.raises(exc):
+        board.stream(**kwargs)

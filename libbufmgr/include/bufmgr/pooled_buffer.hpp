@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -222,25 +223,28 @@ public:
 	// all K buffers (nothing could ever be filled); Error(EINVAL) if no stream was started.
 	Filled next()
 	{
-		if (!engine_.joinable())
-			throw Error(EINVAL, "bufmgr::PooledBuffer::next: no stream (start_stream() first)");
-		if (outstanding_ >= k_)
-			throw Error(EDEADLK, "bufmgr::PooledBuffer::next: the consumer holds all buffers; "
-					     "release one before asking for the next");
-		for (;;) {
-			const auto key = consumer_bell_.prepare();
-			Slot s;
-			if (filled_.pop(s))
-				return lend(s);
-			if (ended_.load(std::memory_order_acquire)) {
-				if (filled_.pop(s)) // pushed before the end was published
-					return lend(s);
-				if (error_)
-					std::rethrow_exception(std::exchange(error_, nullptr));
-				return Filled();
-			}
-			consumer_bell_.wait(key);
-		}
+		return next_waiting([this](auto key) { consumer_bell_.wait(key); return true; });
+	}
+
+	// Consumer thread. As next(), but waits at most `timeout`: then it returns an empty Filled
+	// with *timed_out set (the stream runs on). An empty Filled with *timed_out clear means the
+	// stream has ended. For a consumer that must stay responsive while it waits (the Python
+	// package checks for Ctrl-C between waits).
+	template <class Rep, class Period>
+	Filled next_for(std::chrono::duration<Rep, Period> timeout, bool *timed_out)
+	{
+		const auto until = std::chrono::steady_clock::now() + timeout;
+		*timed_out = false;
+		Filled f = next_waiting([&](auto key) {
+			const auto now = std::chrono::steady_clock::now();
+			if (now >= until)
+				return false;
+			consumer_bell_.wait_for(key, until - now);
+			return true;
+		});
+		if (!f && !ended_.load(std::memory_order_acquire))
+			*timed_out = true;
+		return f;
 	}
 
 	// Consumer thread. As next(), but never blocks: an empty Filled when none is ready.
@@ -422,6 +426,32 @@ private:
 	alignas(cache_line) std::atomic<bool> stop_{false};
 	std::atomic<bool> ended_{false};
 	std::exception_ptr error_; // written by the engine before ended_ (release), read after (acquire)
+	// next() and next_for(): wait(key) sleeps until the doorbell rings or gives up (false).
+	template <class Wait>
+	Filled next_waiting(Wait wait)
+	{
+		if (!engine_.joinable())
+			throw Error(EINVAL, "bufmgr::PooledBuffer::next: no stream (start_stream() first)");
+		if (outstanding_ >= k_)
+			throw Error(EDEADLK, "bufmgr::PooledBuffer::next: the consumer holds all buffers; "
+					     "release one before asking for the next");
+		for (;;) {
+			const auto key = consumer_bell_.prepare();
+			Slot s;
+			if (filled_.pop(s))
+				return lend(s);
+			if (ended_.load(std::memory_order_acquire)) {
+				if (filled_.pop(s)) // pushed before the end was published
+					return lend(s);
+				if (error_)
+					std::rethrow_exception(std::exchange(error_, nullptr));
+				return Filled();
+			}
+			if (!wait(key))
+				return Filled();
+		}
+	}
+
 	// Statistics: one writer each, relaxed; read by stats() from any thread.
 	alignas(cache_line) std::atomic<std::uint64_t> overruns_{0}, dropped_bytes_{0}, backpressure_{0};
 	alignas(cache_line) std::atomic<std::uint64_t> delivered_{0}, delivered_bytes_{0};

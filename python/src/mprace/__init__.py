@@ -21,10 +21,10 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _spec
-from ._core import EngineError, NoBoardError, TransferTimeout, _Board, _Buffer, _Transfer
+from ._core import EngineError, NoBoardError, TransferTimeout, _Board, _Buffer, _Chunk, _Stream, _Transfer
 from ._core import list_devices as _list_devices
 
-__all__ = ["open", "list", "Board", "Buffer", "Transfer", "Registers", "NoBoardError",
+__all__ = ["open", "list", "Board", "Buffer", "Transfer", "Stream", "Chunk", "Registers", "NoBoardError",
            "TransferTimeout", "EngineError", "SOURCES", "SINKS"]
 __version__ = "0.1.0"
 
@@ -97,6 +97,74 @@ Buffer.__repr__ = _repr
 Buffer.__len__ = lambda self: self.shape[0] if self.shape else 0
 Buffer.__getitem__ = lambda self, key: np.asarray(self)[key]
 Buffer.__setitem__ = lambda self, key, value: np.asarray(self).__setitem__(key, value)
+
+
+Chunk = _Chunk
+Chunk.__doc__ = """One filled DMA buffer of a Stream, lent to you: np.asarray(chunk) (or chunk.array)
+views it without a copy. Release it (chunk.release(), or leave `with chunk:`) to give the buffer
+back to the board; dropping the last reference releases it too. Attributes: sequence (its
+number in the stream; a gap means dropped buffers), nbytes, address, released."""
+
+
+def _chunk_interface(self):
+    return {"shape": (self.nbytes // np.dtype(self.typestr).itemsize,), "typestr": self.typestr,
+            "data": (self.address, False), "version": 3}
+
+
+def _chunk_exit(self, *exc):
+    self.release()
+
+
+Chunk.__array_interface__ = property(_chunk_interface)
+Chunk.__dlpack__ = _dlpack
+Chunk.__dlpack_device__ = _dlpack_device
+Chunk.array = property(_array)
+Chunk.__enter__ = lambda self: self
+Chunk.__exit__ = _chunk_exit
+Chunk.__repr__ = lambda self: ("<mprace.Chunk released>" if self.released else
+                               f"<mprace.Chunk #{self.sequence}, {self.nbytes} bytes>")
+
+
+class Stream:
+    """A continuous C2H acquisition (Board.stream): iterate for Chunks, in order."""
+
+    def __init__(self, core: _Stream):
+        self._core = core
+
+    def __iter__(self) -> "Stream":
+        return self
+
+    def __next__(self) -> _Chunk:
+        c = self._core.next()
+        if c is None:
+            raise StopIteration
+        return c
+
+    def next(self) -> Optional[_Chunk]:
+        """The next filled buffer, waiting for it; None when the stream has ended. Ctrl-C stops
+        the stream and raises KeyboardInterrupt; a failed transfer raises EngineError."""
+        return self._core.next()
+
+    def stop(self) -> None:
+        """Stops the stream (aborting what is in flight); chunks still lent are released.
+        Idempotent."""
+        self._core.stop()
+
+    @property
+    def stopped(self) -> bool:
+        return self._core.stopped
+
+    @property
+    def stats(self) -> Dict[str, int]:
+        """buffers and bytes delivered, overruns and dropped_bytes (overflow="drop"),
+        backpressure (times the board waited for a free buffer, overflow="block")."""
+        return self._core.stats()
+
+    def __enter__(self) -> "Stream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
 
 def _region(buf) -> Tuple[_Buffer, int, int]:
@@ -292,6 +360,36 @@ class Board:
         b, off, n = _region(buf)
         _check_region(off, n)
         return Transfer(self._core.start(False, b, off, n), n)
+
+    def stream(self, buffer_bytes: int = 1 << 20, count: int = 8, dtype=np.uint8, memory: str = "kernel",
+               overflow: str = "block", max_buffers: int = 0) -> Stream:
+        """Starts a continuous C2H acquisition (libbufmgr's pooled stream) into `count` DMA
+        buffers of `buffer_bytes` each, filled in turn while you consume them:
+
+            with board.stream(buffer_bytes=1 << 20, count=8, dtype=np.uint32) as s:
+                for chunk in s:
+                    with chunk:
+                        process(np.asarray(chunk))
+
+        overflow "block" (the board waits for a free buffer: nothing lost) or "drop" (the
+        newest buffer is refilled and counted in stats["overruns"]); max_buffers ends the
+        stream after that many buffers (0: until stop()). No other transfer may run on the
+        board meanwhile."""
+        if memory not in _MEMORY:
+            raise ValueError(f"memory is 'kernel' or 'user', not {memory!r}")
+        if overflow not in ("block", "drop"):
+            raise ValueError(f"overflow is 'block' or 'drop', not {overflow!r}")
+        _, dt = _shape_dtype((1,), dtype)
+        for v, what in ((buffer_bytes, "buffer_bytes"), (count, "count"), (max_buffers, "max_buffers")):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
+                raise ValueError(f"{what} is an int >= 0")
+        unit = np.lcm(_spec.GRANULE, dt.itemsize)
+        if buffer_bytes <= 0 or buffer_bytes % unit:
+            raise ValueError(f"buffer_bytes ({buffer_bytes}) must be a positive multiple of {unit}")
+        if count < 2:
+            raise ValueError("count: a stream needs at least 2 buffers")
+        return Stream(self._core.stream(int(buffer_bytes), int(count), memory == "kernel", overflow == "drop",
+                                        int(max_buffers), dt.char, dt.str, dt.itemsize))
 
     # -- the engine's test logic (bring-up)
     def route(self, source: Optional[str] = None, sink: Optional[str] = None) -> Tuple[str, str]:
