@@ -526,8 +526,11 @@ struct BoardCore {
 		return st.release();
 	}
 
+	// The test logic feeds the channels: take the engine first (its reset of the channels
+	// would drop what a source produced ahead for them).
 	void set_routing(unsigned source, unsigned sink)
 	{
+		engine();
 		board().setTestRouting(static_cast<mprace::C2HSource>(source), static_cast<mprace::H2CSink>(sink));
 	}
 	nb::tuple routing() const
@@ -536,10 +539,15 @@ struct BoardCore {
 	}
 	void set_pattern(std::uint32_t seed, std::uint32_t rate)
 	{
+		engine();
 		board().setPatternSeed(seed);
 		board().setPatternRate(rate);
 	}
-	void reset_checker(std::uint32_t seed) { board().resetChecker(seed); }
+	void reset_checker(std::uint32_t seed)
+	{
+		engine();
+		board().resetChecker(seed);
+	}
 	nb::tuple checker() const
 	{
 		mprace::CheckerCounts c = board().checker();

@@ -2,6 +2,7 @@
 """Transfers on the virtual board, checked byte for byte: C2H from the pattern generator, H2C
 into the checker, both through the loopback; slices, async, errors, Ctrl-C, threads."""
 import errno
+import os
 import signal
 import subprocess
 import sys
@@ -253,3 +254,15 @@ def test_stream_excludes_other_transfers_and_stops_with_the_board():
 def test_stream_bad_arguments(board, kwargs, exc):
     with pytest.raises(exc):
         board.stream(**kwargs)
+
+
+@pytest.mark.skipif(not os.access(os.environ.get("MPRACE_SIM_PYTHON", ""), os.X_OK),
+                    reason="no simulator environment (tests/hdl builds its venv)")
+def test_sim_short():
+    with mprace.open("sim:") as b:
+        assert b.info["backend"] == "sim"
+        buf = b.alloc(1024, np.uint32, memory="user")
+        b.route(source="pattern")
+        b.pattern(seed=42)
+        assert b.read(buf, timeout=120) == 4096
+        assert np.array_equal(np.asarray(buf), pattern(42, 1024))
