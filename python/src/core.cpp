@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -83,6 +84,37 @@ void translate(const std::exception_ptr &p, void *)
 		int err = e.code().value();
 		set_os_error(err == ENODEV ? g_no_board : err == ETIMEDOUT ? g_timeout : PyExc_OSError, err, e.what());
 	}
+}
+
+nb::module_ numpy()
+{
+	return nb::module_::import_("numpy");
+}
+
+nb::tuple shape_tuple(const std::vector<Py_ssize_t> &shape)
+{
+	nb::list l;
+	for (Py_ssize_t s : shape)
+		l.append(s);
+	return nb::tuple(l);
+}
+
+// NumPy's __array_interface__ (version 3) of writable memory.
+nb::dict array_interface(nb::tuple shape, const std::string &typestr, const void *data)
+{
+	nb::dict d;
+	d["shape"] = shape;
+	d["typestr"] = typestr;
+	d["data"] = nb::make_tuple(reinterpret_cast<std::uintptr_t>(data), false);
+	d["version"] = 3;
+	return d;
+}
+
+std::string hexstr(const void *p)
+{
+	char b[32];
+	std::snprintf(b, sizeof(b), "%llx", static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(p)));
+	return b;
 }
 
 // ------------------------------------------------------------------------------ buffers
@@ -277,6 +309,12 @@ struct ChunkCore {
 	std::vector<Py_ssize_t> shape{0}, strides{1};
 
 	StreamCore &s() { return nb::cast<StreamCore &>(stream); }
+	const Pool::Filled &live() const
+	{
+		if (!f)
+			throw nb::value_error("the chunk was released (its buffer went back to the board)");
+		return f;
+	}
 	void release()
 	{
 		if (!f)
@@ -588,20 +626,49 @@ NB_MODULE(_core, m)
 
 	m.def("list_devices", &mprace::Board::list, "Device names: /dev/fpgaN, then emu: and sim:.");
 
-	nb::class_<BufferCore>(m, "_Buffer", nb::type_slots(buffer_slots))
-		.def_prop_ro("address", [](BufferCore &b) { return reinterpret_cast<std::uintptr_t>(b.mem); })
+	nb::class_<BufferCore>(m, "Buffer", nb::type_slots(buffer_slots),
+			       "A DMA buffer of a board (Board.alloc, Board.wrap): usable wherever NumPy takes an array,\n"
+			       "without a copy (buffer protocol, __array_interface__, __dlpack__). Contiguous views of it\n"
+			       "(buf[a:b], np.asarray(buf)[...]) are valid arguments of Board.read/write.")
+		.def_prop_ro("address", [](BufferCore &b) { return reinterpret_cast<std::uintptr_t>(b.mem); },
+			     "The CPU address of its first byte.")
 		.def_prop_ro("nbytes", [](BufferCore &b) { return b.size; })
-		.def_prop_ro("memory", [](BufferCore &b) { return b.kernel ? "kernel" : "user"; })
+		.def_prop_ro("memory", [](BufferCore &b) { return b.kernel ? "kernel" : "user"; },
+			     "\"kernel\" (one bus address) or \"user\" (this process's memory, scatter-gather).")
 		.def_prop_ro("typestr", [](BufferCore &b) { return b.typestr; })
-		.def_prop_ro("shape", [](BufferCore &b) {
-			nb::list l;
-			for (Py_ssize_t s : b.shape)
-				l.append(s);
-			return nb::tuple(l);
+		.def_prop_ro("shape", [](BufferCore &b) { return shape_tuple(b.shape); })
+		.def_prop_ro("closed", [](BufferCore &b) { return b.h->closed; }, "Whether its board was closed.")
+		.def_prop_ro("segments", &segments, "(offset in the buffer, bus address, length) of each run of contiguous bus addresses.")
+		.def("bus_address", [](BufferCore &b, std::size_t off) { return b.buffer().busAddress(off); },
+		     nb::arg("offset") = 0, "The bus address the board uses for byte `offset`.")
+		.def_prop_ro("__array_interface__", [](BufferCore &b) {
+			return array_interface(shape_tuple(b.shape), b.typestr, b.mem);
 		})
-		.def_prop_ro("closed", [](BufferCore &b) { return b.h->closed; })
-		.def("_segments", &segments)
-		.def("_bus_address", [](BufferCore &b, std::size_t off) { return b.buffer().busAddress(off); });
+		.def_prop_ro("array", [](nb::handle self) { return numpy().attr("asarray")(self); },
+			     "The buffer as a NumPy array (no copy).")
+		.def("__dlpack__", [](nb::handle self, nb::args a, nb::kwargs k) {
+			return numpy().attr("asarray")(self).attr("__dlpack__")(*a, **k);
+		})
+		.def("__dlpack_device__", [](nb::handle) { return nb::make_tuple(1, 0); }, "(kDLCPU, 0): host memory.")
+		.def("__len__", [](BufferCore &b) { return b.shape.empty() ? 0 : b.shape[0]; })
+		.def("__getitem__", [](nb::handle self, nb::handle key) {
+			nb::object a = numpy().attr("asarray")(self);
+			PyObject *r = PyObject_GetItem(a.ptr(), key.ptr());
+			if (!r)
+				throw nb::python_error();
+			return nb::steal(r);
+		})
+		.def("__setitem__", [](nb::handle self, nb::handle key, nb::handle value) {
+			nb::object a = numpy().attr("asarray")(self);
+			if (PyObject_SetItem(a.ptr(), key.ptr(), value.ptr()) != 0)
+				throw nb::python_error();
+		})
+		.def("__repr__", [](BufferCore &b) {
+			std::string where = b.h->closed ? std::string("closed")
+							: std::string(b.kernel ? "kernel" : "user") + " memory at 0x" + hexstr(b.mem);
+			return "<mprace.Buffer " + nb::cast<std::string>(nb::repr(shape_tuple(b.shape))) + " " + b.typestr +
+			       ", " + std::to_string(b.size) + " bytes, " + where + ">";
+		});
 
 	nb::class_<TransferCore>(m, "_Transfer")
 		.def("wait", &TransferCore::wait, nb::arg("timeout_s"))
@@ -609,21 +676,32 @@ NB_MODULE(_core, m)
 		.def("abort", &TransferCore::abort)
 		.def("result", &TransferCore::result);
 
-	nb::class_<ChunkCore>(m, "_Chunk", nb::type_slots(chunk_slots))
-		.def("release", &ChunkCore::release)
+	nb::class_<ChunkCore>(m, "Chunk", nb::type_slots(chunk_slots),
+			      "One filled DMA buffer of a Stream, lent to you: np.asarray(chunk) views it without a copy.\n"
+			      "Release it (chunk.release(), or leave `with chunk:`) to give the buffer back to the board;\n"
+			      "dropping the last reference releases it too. A gap in `sequence` means dropped buffers.")
+		.def("release", &ChunkCore::release, "Gives the buffer back to the board. Idempotent.")
 		.def_prop_ro("released", [](ChunkCore &c) { return !c.f; })
-		.def_prop_ro("sequence", [](ChunkCore &c) {
-			if (!c.f)
-				throw nb::value_error("the chunk was released");
-			return c.f.sequence();
-		})
+		.def_prop_ro("sequence", [](ChunkCore &c) { return c.live().sequence(); }, "Its number in the stream.")
 		.def_prop_ro("nbytes", [](ChunkCore &c) { return c.f ? c.f.bytes() : 0; })
-		.def_prop_ro("address", [](ChunkCore &c) {
-			if (!c.f)
-				throw nb::value_error("the chunk was released");
-			return reinterpret_cast<std::uintptr_t>(c.f.data());
+		.def_prop_ro("address", [](ChunkCore &c) { return reinterpret_cast<std::uintptr_t>(c.live().data()); })
+		.def_prop_ro("typestr", [](ChunkCore &c) { return c.s().typestr; })
+		.def_prop_ro("__array_interface__", [](ChunkCore &c) {
+			const Pool::Filled &f = c.live();
+			return array_interface(nb::make_tuple(f.bytes() / c.s().itemsize), c.s().typestr, f.data());
 		})
-		.def_prop_ro("typestr", [](ChunkCore &c) { return c.s().typestr; });
+		.def_prop_ro("array", [](nb::handle self) { return numpy().attr("asarray")(self); },
+			     "The chunk as a NumPy array (no copy).")
+		.def("__dlpack__", [](nb::handle self, nb::args a, nb::kwargs k) {
+			return numpy().attr("asarray")(self).attr("__dlpack__")(*a, **k);
+		})
+		.def("__dlpack_device__", [](nb::handle) { return nb::make_tuple(1, 0); })
+		.def("__enter__", [](nb::handle self) { return nb::borrow(self); })
+		.def("__exit__", [](ChunkCore &c, nb::args) { c.release(); })
+		.def("__repr__", [](ChunkCore &c) {
+			return c.f ? "<mprace.Chunk #" + std::to_string(c.f.sequence()) + ", " + std::to_string(c.f.bytes()) + " bytes>"
+				   : std::string("<mprace.Chunk released>");
+		});
 
 	nb::class_<StreamCore>(m, "_Stream")
 		.def("next", [](nb::handle self) { return nb::cast<StreamCore &>(self).next(self); })

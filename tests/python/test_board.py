@@ -89,3 +89,14 @@ def test_routing_and_test_logic(board):
     assert board.checker == (0, 0)
     with pytest.raises(ValueError):
         board.pattern(seed=-1)
+
+
+def test_typed_and_documented():
+    import pathlib
+    pkg = pathlib.Path(mprace.__file__).parent
+    stub = (pkg / "_core.pyi").read_text()
+    assert "class Buffer" in stub and "class Chunk" in stub and "def bus_address" in stub
+    assert (pkg / "py.typed").exists()
+    for obj in (mprace.Board, mprace.Board.read, mprace.Board.stream, mprace.Buffer, mprace.Chunk,
+                mprace.Transfer.wait, mprace.EngineError, mprace.open):
+        assert obj.__doc__ and len(obj.__doc__) > 20, obj

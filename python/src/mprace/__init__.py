@@ -21,20 +21,12 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _spec
-from ._core import EngineError, NoBoardError, TransferTimeout, _Board, _Buffer, _Chunk, _Stream, _Transfer
+from ._core import Buffer, Chunk, EngineError, NoBoardError, TransferTimeout, _Board, _Stream, _Transfer
 from ._core import list_devices as _list_devices
 
 __all__ = ["open", "list", "Board", "Buffer", "Transfer", "Stream", "Chunk", "Registers", "NoBoardError",
            "TransferTimeout", "EngineError", "SOURCES", "SINKS"]
 __version__ = "0.1.0"
-
-Buffer = _Buffer
-Buffer.__doc__ = """A DMA buffer of a board (Board.alloc, Board.wrap).
-
-Usable wherever NumPy takes an array, without a copy: np.asarray(buf) views its memory (buffer
-protocol, __array_interface__, __dlpack__). Slices of that array are valid arguments of
-Board.read/write and transfer just their part. Attributes: address (CPU), nbytes, shape,
-memory ("kernel" or "user"), segments (offset, bus address, length), closed."""
 
 # TEST_CONTROL's values (spec: C2H_SOURCE, H2C_SINK)
 SOURCES = {"user": 0, "pattern": 1, "loopback": 2}
@@ -54,77 +46,6 @@ def open(name: Optional[str] = None) -> "Board":  # noqa: A001
     return Board(name)
 
 
-def _interface(self):
-    return {"shape": self.shape, "typestr": self.typestr, "data": (self.address, False),
-            "version": 3}
-
-
-def _dlpack(self, *args, **kwargs):
-    return np.asarray(self).__dlpack__(*args, **kwargs)
-
-
-def _dlpack_device(self):
-    return (1, 0)  # kDLCPU: host memory the CPU reaches
-
-
-def _segments(self) -> List[Tuple[int, int, int]]:
-    """(offset in the buffer, bus address, length) of each run of contiguous bus addresses."""
-    return self._segments()
-
-
-def _bus_address(self, offset: int = 0) -> int:
-    """The bus address the board uses for byte `offset`."""
-    return self._bus_address(offset)
-
-
-def _array(self) -> np.ndarray:
-    """The buffer as a NumPy array (no copy)."""
-    return np.asarray(self)
-
-
-def _repr(self):
-    state = "closed" if self.closed else f"{self.memory} memory at 0x{self.address:x}"
-    return f"<mprace.Buffer {self.shape} {np.dtype(self.typestr)}, {self.nbytes} bytes, {state}>"
-
-
-Buffer.__array_interface__ = property(_interface)
-Buffer.__dlpack__ = _dlpack
-Buffer.__dlpack_device__ = _dlpack_device
-Buffer.segments = property(_segments)
-Buffer.bus_address = _bus_address
-Buffer.array = property(_array)
-Buffer.__repr__ = _repr
-Buffer.__len__ = lambda self: self.shape[0] if self.shape else 0
-Buffer.__getitem__ = lambda self, key: np.asarray(self)[key]
-Buffer.__setitem__ = lambda self, key, value: np.asarray(self).__setitem__(key, value)
-
-
-Chunk = _Chunk
-Chunk.__doc__ = """One filled DMA buffer of a Stream, lent to you: np.asarray(chunk) (or chunk.array)
-views it without a copy. Release it (chunk.release(), or leave `with chunk:`) to give the buffer
-back to the board; dropping the last reference releases it too. Attributes: sequence (its
-number in the stream; a gap means dropped buffers), nbytes, address, released."""
-
-
-def _chunk_interface(self):
-    return {"shape": (self.nbytes // np.dtype(self.typestr).itemsize,), "typestr": self.typestr,
-            "data": (self.address, False), "version": 3}
-
-
-def _chunk_exit(self, *exc):
-    self.release()
-
-
-Chunk.__array_interface__ = property(_chunk_interface)
-Chunk.__dlpack__ = _dlpack
-Chunk.__dlpack_device__ = _dlpack_device
-Chunk.array = property(_array)
-Chunk.__enter__ = lambda self: self
-Chunk.__exit__ = _chunk_exit
-Chunk.__repr__ = lambda self: ("<mprace.Chunk released>" if self.released else
-                               f"<mprace.Chunk #{self.sequence}, {self.nbytes} bytes>")
-
-
 class Stream:
     """A continuous C2H acquisition (Board.stream): iterate for Chunks, in order."""
 
@@ -134,13 +55,13 @@ class Stream:
     def __iter__(self) -> "Stream":
         return self
 
-    def __next__(self) -> _Chunk:
+    def __next__(self) -> Chunk:
         c = self._core.next()
         if c is None:
             raise StopIteration
         return c
 
-    def next(self) -> Optional[_Chunk]:
+    def next(self) -> Optional[Chunk]:
         """The next filled buffer, waiting for it; None when the stream has ended. Ctrl-C stops
         the stream and raises KeyboardInterrupt; a failed transfer raises EngineError."""
         return self._core.next()
@@ -167,14 +88,14 @@ class Stream:
         self.stop()
 
 
-def _region(buf) -> Tuple[_Buffer, int, int]:
+def _region(buf) -> Tuple[Buffer, int, int]:
     """(the Buffer, byte offset, byte length) of a Buffer or of a C-contiguous NumPy view of one."""
-    if isinstance(buf, _Buffer):
+    if isinstance(buf, Buffer):
         return buf, 0, buf.nbytes
     if not isinstance(buf, np.ndarray):
         raise TypeError(f"expected an mprace.Buffer or a NumPy view of one, not {type(buf).__name__}")
     base = buf.base
-    while base is not None and not isinstance(base, _Buffer):
+    while base is not None and not isinstance(base, Buffer):
         # NumPy's views chain through .base; an array over the buffer protocol ends in a
         # memoryview whose .obj is the Buffer
         base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
@@ -309,7 +230,7 @@ class Board:
         return self._core.info()
 
     # -- buffers
-    def alloc(self, shape: Union[int, Sequence[int]], dtype=np.uint8, memory: str = "kernel") -> _Buffer:
+    def alloc(self, shape: Union[int, Sequence[int]], dtype=np.uint8, memory: str = "kernel") -> Buffer:
         """A DMA buffer of `shape` elements of `dtype`: "kernel" memory (one bus address,
         zeroed) or "user" memory (this process's, pinned, scatter-gather)."""
         if memory not in _MEMORY:
@@ -322,7 +243,7 @@ class Board:
             raise ValueError(f"a buffer of {nbytes} bytes: a multiple of {_spec.GRANULE} bytes")
         return self._core.alloc(nbytes, memory == "kernel", dt.char, dt.str, dt.itemsize, [*shape])
 
-    def wrap(self, array: np.ndarray) -> _Buffer:
+    def wrap(self, array: np.ndarray) -> Buffer:
         """Pins an existing NumPy array as user memory (C-contiguous, writeable, its address and
         size multiples of 4 bytes); the array stays alive and pinned while the buffer lives."""
         if not isinstance(array, np.ndarray):
