@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""What Python costs on top of the C++ library, measured against dmabench in one run:
+
+    python -m mprace.bench [--device emu:] [--dmabench PATH] [--sizes 1M,4M,16M] [--csv FILE]
+
+For each size S: a stream of S-byte buffers (8 of them, the pattern generator as source) consumed
+in Python, against dmabench's pooled-buffer mode pbSx8 (libbufmgr's same pool, in C++); and the
+median of blocking 4 KiB reads from Python against dmabench's lat-c2h at 4 KiB. Prints a table
+and the ratios; --csv writes them. The figures of docs/python.md come from this command.
+"""
+import argparse
+import csv
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import mprace
+
+
+def parse_size(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper().rstrip("B").rstrip("I")
+    return int(float(t[:-1]) * units[t[-1]]) if t and t[-1] in units else int(t)
+
+
+def size_name(size: int) -> str:
+    """dmabench's spelling of a size in a mode name: 1M, 64K, 4100."""
+    for shift, unit in ((30, "G"), (20, "M"), (10, "K")):
+        if size % (1 << shift) == 0:
+            return f"{size >> shift}{unit}"
+    return str(size)
+
+
+def python_stream(device: str, size: int, seconds: float) -> float:
+    """Bytes per second of a stream of `size`-byte buffers consumed (released) in Python."""
+    with mprace.open(device) as board:
+        board.route(source="pattern")
+        with board.stream(buffer_bytes=size, count=8) as s:
+            for _ in range(8):  # warm up: every buffer filled once
+                s.next().release()
+            n = 0
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < seconds:
+                c = s.next()
+                c.release()
+                n += 1
+            return n * size / (time.perf_counter() - t0)
+
+
+def python_read_latency(device: str, reads: int) -> float:
+    """Median microseconds of a blocking 4 KiB read from Python."""
+    with mprace.open(device) as board:
+        buf = board.alloc(4096, np.uint8)
+        board.route(source="pattern")
+        for _ in range(20):
+            board.read(buf)
+        times = []
+        for _ in range(reads):
+            t0 = time.perf_counter()
+            board.read(buf)
+            times.append((time.perf_counter() - t0) * 1e6)
+        return statistics.median(times)
+
+
+def dmabench(exe: str, device: str, modes: str, sizes: str, seconds: float) -> dict:
+    """{(mode, bytes): (MB/s, p50 µs or None)} from one dmabench run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        prefix = os.path.join(tmp, "run")
+        r = subprocess.run([exe, "-d", device, "-m", modes, "-s", sizes, "-t", str(seconds), "-r", "3",
+                            "-o", prefix], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"mprace.bench: {exe} failed:\n{r.stderr}")
+        out = {}
+        with open(prefix + ".csv") as f:
+            for row in csv.DictReader(f):
+                out[(row["mode"], int(row["bytes"]))] = [float(row["throughput_MBps"]), None]
+        lat = prefix + "-latency.csv"
+        if os.path.exists(lat):
+            with open(lat) as f:
+                for row in csv.DictReader(f):
+                    out.setdefault((row["mode"], int(row["bytes"])), [0.0, None])[1] = float(row["p50_us"])
+        return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m mprace.bench", description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="emu:", help="board (default emu:)")
+    ap.add_argument("--dmabench", default=shutil.which("dmabench"), help="dmabench to compare with (default: on PATH)")
+    ap.add_argument("--sizes", default="1M,4M,16M", help="stream buffer sizes (default 1M,4M,16M)")
+    ap.add_argument("--seconds", type=float, default=1.0, help="time per stream measurement (default 1)")
+    ap.add_argument("--reads", type=int, default=2000, help="4 KiB reads timed (default 2000)")
+    ap.add_argument("--csv", help="write the rows to this file")
+    a = ap.parse_args(argv)
+    if not a.dmabench:
+        ap.error("no dmabench on PATH: give --dmabench PATH")
+    try:
+        sizes = [parse_size(s) for s in a.sizes.split(",")]
+    except (ValueError, KeyError):
+        ap.error(f"bad --sizes {a.sizes!r}")
+    if any(s <= 0 or s % 4 for s in sizes) or a.seconds <= 0 or a.reads <= 0:
+        ap.error("sizes must be positive multiples of 4; --seconds and --reads positive")
+    modes = ",".join(f"pb{size_name(s)}x8" for s in sizes) + ",lat-c2h"
+    ref = dmabench(a.dmabench, a.device, modes, ",".join(str(s) for s in sizes) + ",4096", a.seconds)
+    rows = []
+    for s in sizes:
+        py = python_stream(a.device, s, a.seconds) / 1e6
+        c = ref.get((f"pb{size_name(s)}x8", s), [0.0])[0]
+        rows.append(("stream", s, py, c, py / c if c else float("nan"), "MB/s"))
+    py_lat = python_read_latency(a.device, a.reads)
+    c_lat = ref.get(("lat-c2h", 4096), [0.0, None])[1] or float("nan")
+    rows.append(("read 4 KiB p50", 4096, py_lat, c_lat, py_lat - c_lat, "us (last column: Python - C)"))
+    print(f"device {a.device}; reference {a.dmabench}")
+    print(f"{'what':<16} {'bytes':>10} {'Python':>10} {'C++':>10} {'ratio/diff':>11}  unit")
+    for what, size, py, c, r, unit in rows:
+        print(f"{what:<16} {size:>10} {py:>10.1f} {c:>10.1f} {r:>11.3f}  {unit}")
+    if a.csv:
+        with open(a.csv, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["what", "bytes", "python", "cpp", "ratio_or_diff", "unit"])
+            w.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
