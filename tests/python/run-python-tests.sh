@@ -39,7 +39,9 @@ PYTHONDONTWRITEBYTECODE=1
 MPRACE_SIM_DIR=${MPRACE_SIM_DIR:-$top_srcdir/hdl/cosim}
 MPRACE_SIM_PYTHON=${MPRACE_SIM_PYTHON:-$top_builddir/tests/hdl/.venv/bin/python}
 MPRACE_SIM_BUILD=${MPRACE_SIM_BUILD:-$top_builddir/tests/hdl/sim_build/cosim}
-export PYTHONDONTWRITEBYTECODE MPRACE_SIM_DIR MPRACE_SIM_PYTHON MPRACE_SIM_BUILD
+# the C++ reference of python -m mprace.bench
+DMABENCH=$top_builddir/tools/dmabench
+export PYTHONDONTWRITEBYTECODE MPRACE_SIM_DIR MPRACE_SIM_PYTHON MPRACE_SIM_BUILD DMABENCH
 rm -f "$junit"
 cd "$work" || exit 1
 eval "set -- ${PY_PYTEST_ARGS:-}"
