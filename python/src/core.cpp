@@ -276,7 +276,8 @@ struct StreamCore {
 	std::string format, typestr;
 	Py_ssize_t itemsize = 1;
 	bool stopped = false;
-	long exports = 0; // buffer-protocol views of chunks: the pool's memory stays while any
+	long exports = 0;      // buffer-protocol views of chunks: the pool's memory stays while any
+	Pool::Filled pending;  // taken by next() under mu, not yet a Chunk
 
 	StreamCore(std::shared_ptr<BoardHandle> handle) : h(std::move(handle)) { h->streams.push_back(this); }
 	StreamCore(const StreamCore &) = delete;
@@ -331,22 +332,28 @@ struct ChunkCore {
 	}
 };
 
+// May run on another thread than a consumer waiting in next(): the stop request ends that
+// wait, `mu` then keeps the two apart, and what the consumer took meanwhile (pending) is given
+// back with the lent chunks, before the pool stops (it must not outlive them: ~PooledBuffer).
 void StreamCore::stop()
 {
 	if (stopped)
 		return;
 	stopped = true;
-	for (ChunkCore *c : lent) // handles first: the pool must not outlive them (~PooledBuffer)
-		c->f.release();
-	lent.clear();
-	if (pool) {
-		{
-			nb::gil_scoped_release unlocked;
-			pool->stop_stream();
-		}
-		if (exports == 0) // else arrays still view its buffers: freed with the last of them
-			pool.reset();
+	if (!pool)
+		return;
+	{
+		nb::gil_scoped_release unlocked;
+		pool->request_stop();
+		std::lock_guard<std::mutex> l(mu);
+		pending.release();
+		for (ChunkCore *c : lent)
+			c->f.release();
+		lent.clear();
+		pool->stop_stream();
 	}
+	if (exports == 0) // else arrays still view its buffers: freed with the last of them
+		pool.reset();
 }
 
 void BoardHandle::release_when_unused()
@@ -409,15 +416,17 @@ nb::object StreamCore::next(nb::handle self)
 	if (stopped || !pool)
 		return nb::none();
 	for (;;) {
-		Pool::Filled f;
 		bool timed_out = false;
 		{
 			nb::gil_scoped_release unlocked;
 			std::lock_guard<std::mutex> l(mu);
-			f = pool->next_for(50ms, &timed_out); // throws the stream's error
+			if (!stopped) // (else stopped by another thread while this one waited for mu)
+				pending = pool->next_for(50ms, &timed_out); // throws the stream's error
 		}
-		if (f) {
-			auto *c = new ChunkCore{nb::borrow(self), std::move(f)};
+		if (stopped) // stop() gave `pending` back already
+			return nb::none();
+		if (pending) {
+			auto *c = new ChunkCore{nb::borrow(self), std::move(pending)};
 			lent.push_back(c);
 			return nb::cast(c, nb::rv_policy::take_ownership);
 		}

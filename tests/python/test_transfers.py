@@ -266,3 +266,40 @@ def test_sim_short():
         b.pattern(seed=42)
         assert b.read(buf, timeout=120) == 4096
         assert np.array_equal(np.asarray(buf), pattern(42, 1024))
+
+
+def test_close_from_another_thread_while_waiting():
+    """A wait in one thread, close() in another: the wait ends with an error, nothing crashes."""
+    b = mprace.open("emu:")
+    b.route(source="pattern")
+    b.pattern(rate=1)
+    buf = b.alloc(1 << 22, np.uint8, memory="user")
+    s_board = mprace.open("emu:")
+    s_board.route(source="pattern")
+    s_board.pattern(rate=1)
+    stream = s_board.stream(buffer_bytes=1 << 20, count=2)
+    outcome = {}
+
+    def wait_read():
+        try:
+            b.read(buf, timeout=None)
+            outcome["read"] = "done"
+        except Exception as e:
+            outcome["read"] = type(e).__name__
+
+    def wait_stream():
+        try:
+            outcome["stream"] = stream.next()
+        except Exception as e:
+            outcome["stream"] = type(e).__name__
+    threads = [threading.Thread(target=wait_read), threading.Thread(target=wait_stream)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    b.close()
+    s_board.close()
+    for t in threads:
+        t.join(10)
+    assert not any(t.is_alive() for t in threads)
+    assert outcome["read"] in ("EngineError", "ValueError"), outcome
+    assert outcome["stream"] is None, outcome
