@@ -127,6 +127,8 @@ struct BufferCore {
 	bool kernel = false;      // kernel memory (else user memory)
 	bool own_mapping = false; // user memory this object mapped (munmap at the end)
 	nb::object wrapped;       // a NumPy array wrapped as user memory, kept alive
+	long exports = 0;         // buffer-protocol views alive (free() of kernel memory waits for none)
+	bool freed = false;
 	// the array view it offers (buffer protocol, __array_interface__)
 	std::string format, typestr;
 	Py_ssize_t itemsize = 1;
@@ -145,9 +147,27 @@ struct BufferCore {
 	}
 	mprace::DMABuffer &buffer()
 	{
+		if (freed)
+			throw nb::value_error("the buffer was freed");
 		if (h->closed || !dma)
 			closed_error();
 		return *dma;
+	}
+	// Unmaps it from the device now (user memory: unpinned; the memory stays this process's
+	// for arrays over it). Kernel memory is unmapped from the process too, so no array may view
+	// it: BufferError while any does, as bytearray does on a resize.
+	void free()
+	{
+		if (freed)
+			return;
+		if (kernel && exports > 0)
+			throw nb::buffer_error("arrays still view this buffer's kernel memory: delete them first "
+					       "(or let close() keep it until they go)");
+		dma.reset();
+		freed = true;
+		if (kernel)
+			mem = nullptr;
+		wrapped = nb::object();
 	}
 	void set_view(const std::string &fmt, const std::string &ts, Py_ssize_t isz, const std::vector<Py_ssize_t> &shp)
 	{
@@ -165,7 +185,7 @@ int buffer_get(PyObject *self, Py_buffer *view, int flags)
 {
 	BufferCore *b = nb::inst_ptr<BufferCore>(self);
 	if (!b->mem) {
-		PyErr_SetString(PyExc_BufferError, "the buffer has no memory");
+		PyErr_SetString(PyExc_BufferError, "the buffer was freed");
 		return -1;
 	}
 	std::memset(view, 0, sizeof(*view));
@@ -179,11 +199,18 @@ int buffer_get(PyObject *self, Py_buffer *view, int flags)
 	view->strides = (flags & PyBUF_STRIDES) ? b->strides.data() : nullptr;
 	view->obj = self;
 	Py_INCREF(self);
+	++b->exports;
 	return 0;
+}
+
+void buffer_release(PyObject *self, Py_buffer *)
+{
+	--nb::inst_ptr<BufferCore>(self)->exports;
 }
 
 PyType_Slot buffer_slots[] = {
 	{Py_bf_getbuffer, reinterpret_cast<void *>(buffer_get)},
+	{Py_bf_releasebuffer, reinterpret_cast<void *>(buffer_release)},
 	{0, nullptr},
 };
 
@@ -360,7 +387,7 @@ void BoardHandle::release_when_unused()
 {
 	if (!closed || !board)
 		return;
-	if (std::any_of(buffers.begin(), buffers.end(), [](BufferCore *b) { return b->kernel; }))
+	if (std::any_of(buffers.begin(), buffers.end(), [](BufferCore *b) { return b->kernel && b->dma; }))
 		return;
 	if (std::any_of(streams.begin(), streams.end(), [](StreamCore *s) { return s->pool != nullptr; }))
 		return;
@@ -647,10 +674,18 @@ NB_MODULE(_core, m)
 		.def_prop_ro("typestr", [](BufferCore &b) { return b.typestr; })
 		.def_prop_ro("shape", [](BufferCore &b) { return shape_tuple(b.shape); })
 		.def_prop_ro("closed", [](BufferCore &b) { return b.h->closed; }, "Whether its board was closed.")
+		.def_prop_ro("freed", [](BufferCore &b) { return b.freed; })
+		.def("free", &BufferCore::free,
+		     "Unmaps the buffer from the device now (and frees kernel memory: BufferError while arrays\n"
+		     "view it). Idempotent; `with buf:` calls it at the end.")
+		.def("__enter__", [](nb::handle self) { return nb::borrow(self); })
+		.def("__exit__", [](BufferCore &b, nb::args) { b.free(); })
 		.def_prop_ro("segments", &segments, "(offset in the buffer, bus address, length) of each run of contiguous bus addresses.")
 		.def("bus_address", [](BufferCore &b, std::size_t off) { return b.buffer().busAddress(off); },
 		     nb::arg("offset") = 0, "The bus address the board uses for byte `offset`.")
 		.def_prop_ro("__array_interface__", [](BufferCore &b) {
+			if (!b.mem)
+				throw nb::value_error("the buffer was freed");
 			return array_interface(shape_tuple(b.shape), b.typestr, b.mem);
 		})
 		.def_prop_ro("array", [](nb::handle self) { return numpy().attr("asarray")(self); },
@@ -673,7 +708,7 @@ NB_MODULE(_core, m)
 				throw nb::python_error();
 		})
 		.def("__repr__", [](BufferCore &b) {
-			std::string where = b.h->closed ? std::string("closed")
+			std::string where = b.freed ? std::string("freed") : b.h->closed ? std::string("closed")
 							: std::string(b.kernel ? "kernel" : "user") + " memory at 0x" + hexstr(b.mem);
 			return "<mprace.Buffer " + nb::cast<std::string>(nb::repr(shape_tuple(b.shape))) + " " + b.typestr +
 			       ", " + std::to_string(b.size) + " bytes, " + where + ">";

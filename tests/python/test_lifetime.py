@@ -66,3 +66,33 @@ def test_interpreter_exit_is_clean(how):
     r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "bye" and r.stderr == ""
+
+
+@pytest.mark.parametrize("memory", ["kernel", "user"])
+def test_free(memory):
+    with mprace.open("emu:") as b:
+        b.route(source="pattern")
+        b.pattern(seed=1)
+        buf = b.alloc(256, np.uint32, memory=memory)
+        b.read(buf)
+        view = np.asarray(buf)
+        if memory == "kernel":
+            with pytest.raises(BufferError, match="still view"):
+                buf.free()  # the array would point at unmapped memory
+            assert list(view[:3]) == [1, 2, 3]
+            del view
+            buf.free()
+            with pytest.raises((BufferError, ValueError), match="freed"):
+                np.asarray(buf)
+        else:
+            buf.free()  # user memory stays this process's: the array stays valid
+            assert list(view[:3]) == [1, 2, 3]
+        assert buf.freed and "freed" in repr(buf)
+        buf.free()  # idempotent
+        with pytest.raises(ValueError, match="freed"):
+            b.read(buf)
+        with pytest.raises(ValueError, match="freed"):
+            buf.segments
+        with b.alloc(64, np.uint8) as scoped:
+            b.read(scoped)
+        assert scoped.freed
