@@ -95,7 +95,7 @@ bench() {
 # timed; results are counted from automake's .trs files by scripts/count-tests.sh.
 # The user-space suites, one folder per layer (they also run under the sanitizers).
 user_suites=(tests/spec tests/pcidriver tests/vboard tests/mprace tests/bufmgr tests/tools)
-all_suites=("${user_suites[@]}" tests/python tests/kernel tests/hdl tests/gpu)
+all_suites=("${user_suites[@]}" tests/kernel tests/hdl tests/python tests/gpu)
 
 # run_suites BUILD_DIR LABEL SUITE...
 run_suites() {

@@ -35,7 +35,8 @@ fi
 	"$top_srcdir/python" >"$work/pip-install.log" 2>&1 ||
 	{ tail -n 30 "$work/pip-install.log" >&2; bail "building the package failed (see $work/pip-install.log)"; }
 PYTHONDONTWRITEBYTECODE=1
-# sim: for its one test, where tests/hdl has built the simulator's venv (else it skips)
+# sim: for its one test, where tests/hdl (which runs before) has built the simulator's venv;
+# else it skips
 MPRACE_SIM_DIR=${MPRACE_SIM_DIR:-$top_srcdir/hdl/cosim}
 MPRACE_SIM_PYTHON=${MPRACE_SIM_PYTHON:-$top_builddir/tests/hdl/.venv/bin/python}
 MPRACE_SIM_BUILD=${MPRACE_SIM_BUILD:-$top_builddir/tests/hdl/sim_build/cosim}
