@@ -597,18 +597,14 @@ void Doctor::gpu()
 		} else {
 			bool root_port = gi == gup.size();
 			where = strprintf("board and GPU sit under one %s (%s)", root_port ? "root port" : "switch", common->bdf.c_str());
-			for (std::size_t k = 0; k + 1 < gi; ++k) {
+			// every bridge from the GPU up to the common one (ACS control bit 2: P2P request redirect)
+			for (std::size_t k = 0; k < gi; ++k) {
 				int c = gup[k].acs_control();
 				if (c < 0 && !gup[k].config_complete())
 					acs += " " + gup[k].bdf + ": ACS unknown (needs root);";
 				else if (c > 0 && (c & 0x4))
 					acs += " " + gup[k].bdf + ": ACS redirects peer-to-peer requests upstream;";
 			}
-			int c = common->acs_control();
-			if (c < 0 && !common->config_complete())
-				acs += " " + common->bdf + ": ACS unknown (needs root);";
-			else if (c > 0 && (c & 0x4))
-				acs += " " + common->bdf + ": ACS redirects peer-to-peer requests upstream;";
 		}
 		std::string ev = "GPU link " + g.link.text() + " (capable " + g.link_cap.text() + "); ACS:" +
 				 (acs.empty() ? std::string(" nothing redirects on the way") : acs);
