@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <thread>
 
+#include <sched.h>
+
 #include "internal.hpp"
 
 namespace mprace {
@@ -76,6 +78,9 @@ EngineState::EngineState(Board &b, const EngineOptions &o) : board(Access::board
 	wait_timeout_ms.store(o.waitTimeout.count());
 	wait_scale = board->info.simulated() ? kSimulatedWaitScale : 1;
 	stall_us.store(o.stallTimeoutUs);
+	cpu_set_t cpus;
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) == 1)
+		spin_pauses = 0;
 	ch[0] = std::make_unique<ChannelState>(this, Channel::C2H, b, o.ringEntries);
 	ch[1] = std::make_unique<ChannelState>(this, Channel::H2C, b, o.ringEntries);
 	ch[0]->vector = MP_IRQ_C2H_DONE_VECTOR;

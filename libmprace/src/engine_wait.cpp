@@ -14,8 +14,8 @@ namespace detail {
 
 namespace {
 
-// Waiting for a completion record: spin briefly (a 4 KiB transfer takes about a microsecond),
-// then yield for up to 400 us of waiting (a sleep and its wake-up cost 15-40 us more than
+// Waiting for a completion record: spin briefly (a 4 KiB transfer takes about a microsecond;
+// no spinning for a thread that may use one CPU only, EngineState::spin_pauses), then yield for up to 400 us of waiting (a sleep and its wake-up cost 15-40 us more than
 // asked on a busy or virtual machine), then sleep a thirty-second of the time waited so far
 // (6 us .. 1 ms), so that a long wait costs no CPU and is seen done within a few per cent of
 // its length.
@@ -23,7 +23,7 @@ namespace {
 // with Linux's default 50 us a 250 us transfer was seen 20 % late.
 class Backoff {
 public:
-	Backoff() = default;
+	explicit Backoff(unsigned int spin_pauses) : spins_(spin_pauses) {}
 	Backoff(const Backoff &) = delete;
 	Backoff &operator=(const Backoff &) = delete;
 	~Backoff()
@@ -35,7 +35,7 @@ public:
 	{
 		if (n_ == 0)
 			t0_ = Clock::now();
-		if (n_ < 64) {
+		if (n_ < spins_) {
 			cpuRelax();
 		} else if (Clock::now() - t0_ < kYieldFor) {
 			std::this_thread::yield();
@@ -57,6 +57,7 @@ public:
 
 private:
 	static constexpr auto kYieldFor = std::chrono::microseconds(400);
+	unsigned int spins_;
 	unsigned int n_ = 0;
 	Clock::time_point t0_;
 	unsigned long old_slack_ = 0;
@@ -102,7 +103,7 @@ void EngineState::serviceOther(const ChannelState &mine, bool check)
 bool EngineState::waitPolling(TransferState *t, Clock::time_point deadline, bool forever)
 {
 	ChannelState &c = *t->ch;
-	Backoff backoff;
+	Backoff backoff(spin_pauses);
 	auto last_check = Clock::now();
 	for (;;) {
 		if (t->finished.load(std::memory_order_acquire))

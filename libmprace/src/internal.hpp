@@ -196,6 +196,10 @@ struct EngineState : std::enable_shared_from_this<EngineState> {
 	// tens of kilobytes, so there the limit is this many times longer (dma.hpp).
 	std::int64_t wait_scale = 1;
 	std::atomic<std::uint32_t> stall_us{0};
+	// CPU pauses a polling wait spends before it yields (engine_wait.cpp); none where the
+	// thread that opened the engine may use one CPU only: there what completes the transfer
+	// (the virtual board's threads, the application's other threads) needs that very CPU.
+	unsigned int spin_pauses = 64;
 	std::unique_ptr<ChannelState> ch[MP_CH_COUNT];
 	std::atomic<bool> vec_busy[MP_IRQ_SOURCES] = {};
 

@@ -109,7 +109,7 @@ def keys(d, want, where):
 keys(r, ["schema", "tool", "version", "date", "host", "command_line", "wall_s", "device", "settings", "modes", "skipped"], "top")
 assert r["schema"] == "mprace-dmabench/1"
 keys(r["device"], ["name", "description", "backend"], "device")
-keys(r["settings"], ["sizes", "warmup", "iterations", "min_time_s", "repeat", "verify", "cpus", "reference"], "settings")
+keys(r["settings"], ["sizes", "warmup", "iterations", "min_time_s", "repeat", "verify", "cpus", "cpus_chosen_by_dmabench", "reference"], "settings")
 assert r["device"]["backend"] == "none"
 m = r["modes"][0]
 keys(m, ["name", "direction", "description", "reference", "fit", "points"], "mode")
@@ -124,6 +124,34 @@ else
 	skip "JSON keys exactly as documented" "no python3"
 fi
 grep -q '<svg' "$WORK/m/mem.svg" && grep -q '</svg>' "$WORK/m/mem.svg" && ok "SVG plot complete" || not_ok "SVG plot"
+
+# ---- the virtual board on a small host: dmabench and the board share one CPU unless --cpus
+# says otherwise (docs/dmabench.md, "On machines with few CPUs")
+cpus_of() { # JSON -> "CPUS CHOSEN"
+	"$PYTHON" -c 'import json,sys; s=json.load(open(sys.argv[1]))["settings"]; print(s["cpus"], s["cpus_chosen_by_dmabench"])' "$1"
+}
+if ! have_python; then
+	skip "the virtual board on 2 CPUs shares one with dmabench" "no python3"
+elif ! command -v taskset >/dev/null 2>&1 || ! taskset -c 0,1 true 2>/dev/null; then
+	skip "the virtual board on 2 CPUs shares one with dmabench" "fewer than 2 CPUs or no taskset"
+else
+	run taskset -c 0,1 "$DMABENCH" -m c2h -s 64K --quick --no-progress --plot none -o "$WORK/small/a" --device emu:
+	got=$(cpus_of "$WORK/small/a.json" 2>/dev/null)
+	case $rc/$got in
+	0/[01]" True") grep -q "share CPU ${got% *}" "$WORK/out" &&
+		ok "emu: on 2 usable CPUs: dmabench pins itself and the board to one ($got), the note says so" ||
+		{ not_ok "no note naming the shared CPU"; diag "$WORK/out"; } ;;
+	*) not_ok "emu: on 2 usable CPUs: rc=$rc cpus/chosen=$got"; diag "$WORK/err" ;;
+	esac
+	run taskset -c 0,1 "$DMABENCH" -m c2h -s 64K --quick --no-progress --plot none -o "$WORK/small/b" --device emu: --cpus 0-1
+	got=$(cpus_of "$WORK/small/b.json" 2>/dev/null)
+	[ $rc -eq 0 ] && [ "$got" = "0-1 False" ] && ! grep -q "share CPU" "$WORK/out" &&
+		ok "--cpus 0-1 overrides the choice" || { not_ok "--cpus 0-1: rc=$rc cpus/chosen=$got"; diag "$WORK/out"; }
+	run taskset -c 0,1 "$DMABENCH" -m memcpy -s 64K --quick --no-progress --plot none -o "$WORK/small/c" --device none
+	got=$(cpus_of "$WORK/small/c.json" 2>/dev/null)
+	[ $rc -eq 0 ] && [ "$got" = "None False" ] && ok "no board: dmabench leaves its CPUs alone" ||
+		not_ok "--device none: rc=$rc cpus/chosen=$got"
+fi
 
 # ---- modes that cannot run here
 run "$DMABENCH" --device none -m c2h --quick -o "$WORK/n/x"

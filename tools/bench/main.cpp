@@ -44,7 +44,8 @@ const char *const kSimModes = "c2h,h2c";
 const double kSimMinTime = 20e-6;
 const char *const kQuickSizes = "4K:16M:4";
 // CPUs the virtual board needs to keep its timing next to dmabench (engine threads per
-// channel, copy threads, the measuring thread)
+// channel, copy threads, the measuring thread); with fewer, dmabench and the board share one
+// (one_cpu_for_virtual_board)
 const long kVboardCpus = 4;
 
 // Exit codes (also in dmabench(1)).
@@ -410,6 +411,29 @@ void pin_to_cpus(const std::string &cpus)
 	}
 }
 
+long usable_cpus()
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return sysconf(_SC_NPROCESSORS_ONLN);
+	return CPU_COUNT(&set);
+}
+
+// Without --cpus, on the virtual board with fewer than kVboardCpus usable CPUs: the CPU that
+// dmabench and the board's threads share, else -1. The board hands every buffer it fills (or
+// drains) to the thread that copies it; on two CPUs that hand-off crosses CPUs, and on a shared
+// virtual machine whose two CPUs sit apart for seconds at a time it ran 15 times slower (curves
+// dipped by half between neighbouring sizes). On one CPU the data stays in its caches, and the
+// board's and the application's waits yield to each other (virtual-board.md).
+int one_cpu_for_virtual_board(const Config &cfg)
+{
+	if (!cfg.cpus.empty() || cfg.device == "none" || usable_cpus() >= kVboardCpus)
+		return -1;
+	if (tools::pick_device(cfg.device, "dmabench", false).rfind("emu", 0) != 0)
+		return -1;
+	return sched_getcpu();
+}
+
 // Ctrl-C: the sweep stops at the next size, what was measured is written, exit 130. A second
 // Ctrl-C ends the program at once, without writing (the way out of a transfer that never
 // ends); the first one says so on the terminal.
@@ -496,7 +520,12 @@ bool report(const Config &cfg, Run &run, const std::vector<std::string> &failure
 	if (info.clock != "wall")
 		std::cout << "clock: " << info.clock << ", CPU % from the host's clock\n";
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	if (info.backend == "emu" && cpus > 0 && cpus < kVboardCpus)
+	if (info.backend == "emu" && info.cpus_shared)
+		std::cout << strprintf("note: the virtual board runs its link model on threads; on this %ld-CPU "
+				       "machine they and dmabench share CPU %s (--cpus chooses others; "
+				       "docs/dmabench.md)\n",
+				       cpus, info.cpus.c_str());
+	else if (info.backend == "emu" && cpus > 0 && cpus < kVboardCpus)
 		std::cout << strprintf("note: the virtual board runs its link model on threads of this %ld-CPU "
 				       "machine, beside dmabench: below %ld CPUs it moves the data on one "
 				       "thread, and modes that also copy on the CPU share it "
@@ -557,6 +586,11 @@ int main(int argc, char **argv)
 	tools::link_virtual_board();
 	Config cfg = parse_command_line(argc, argv);
 	check_output_prefix(cfg.out, cfg.plot);
+	bool cpus_shared = false;
+	if (int cpu = one_cpu_for_virtual_board(cfg); cpu >= 0) {
+		cfg.cpus = std::to_string(cpu);
+		cpus_shared = true;
+	}
 	if (!cfg.cpus.empty())
 		pin_to_cpus(cfg.cpus);
 	std::signal(SIGINT, on_interrupt);
@@ -575,6 +609,7 @@ int main(int argc, char **argv)
 	info.repeat = cfg.sweep.repeat;
 	info.verify = cfg.sweep.verify;
 	info.cpus = cfg.cpus;
+	info.cpus_shared = cpus_shared;
 	info.reference = cfg.ref;
 
 	Env env(cfg.device, cfg.sweep.verify);

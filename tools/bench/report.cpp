@@ -336,6 +336,7 @@ void write_json(std::ostream &os, const Run &run)
 	os << "    \"repeat\": " << i.repeat << ",\n";
 	os << "    \"verify\": " << (i.verify ? "true" : "false") << ",\n";
 	os << "    \"cpus\": " << jstr_or_null(i.cpus) << ",\n";
+	os << "    \"cpus_chosen_by_dmabench\": " << (i.cpus_shared ? "true" : "false") << ",\n";
 	os << "    \"reference\": " << jstr(i.reference) << "\n";
 	os << "  },\n";
 	os << "  \"modes\": [";

@@ -77,6 +77,7 @@ struct RunInfo {
 	unsigned repeat = 1;
 	bool verify = false;
 	std::string cpus;         // "" when not pinned
+	bool cpus_shared = false; // pinned by dmabench itself: the virtual board on a small host
 	std::string reference;    // --ref as given ("auto" or a mode)
 	double wall_s = 0;        // the whole run
 	std::string clock = "wall"; // what timed the transfers: "wall", or "board (N MHz)"

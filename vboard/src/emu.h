@@ -82,6 +82,9 @@ _Static_assert(MP_CH_COUNT <= VB_IOMMU_READERS, "one IOMMU reader lock per chann
 
 uint64_t emu_now_ns(void);
 void emu_cpu_relax(void);
+/* One step of a spin-wait: a CPU pause, or sched_yield() where the board's threads may share
+ * a CPU with the application's (emu_dev.spin_yields), so that a spinning thread gives way. */
+void emu_spin_step(bool yields);
 
 struct emu_link {
 	bool paced;                       /* any added delay at all (not ideal, or lat/tlp set) */
@@ -256,6 +259,7 @@ struct emu_dev {
 	struct emu_link link;
 	uint64_t t0_ns;
 	uint64_t idle_spin_ns;        /* cfg.spin_ns, auto resolved for this host */
+	bool spin_yields;             /* fewer usable CPUs than EMU_SMALL_HOST_CPUS: spins yield */
 	uint64_t chunk;               /* bytes per paced piece (power of two) */
 	uint64_t split_min;           /* a piece is split into parts of at least this size */
 	uint64_t win_bytes;           /* data in a channel's read-ahead window (soft limit) */

@@ -48,6 +48,7 @@
  * flight) is in emu_chan.c.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,7 +258,7 @@ static bool pace_until(struct emu_chan *ch, double t)
 			pthread_mutex_unlock(&ch->lock);
 		} else {
 			/* one pause per clock read: a pause is ~140 cycles on recent x86 */
-			emu_cpu_relax();
+			emu_spin_step(ch->dev->spin_yields);
 		}
 	}
 }
@@ -336,6 +337,10 @@ static void idle_wait(struct emu_chan *ch)
 			for (i = 0; i < 64; i++) {
 				if (has_work(ch))
 					return;
+				if (ch->dev->spin_yields) {
+					sched_yield();   /* and read the clock: a yield may last long */
+					break;
+				}
 				emu_cpu_relax();
 			}
 		} while (emu_now_ns() - t0 < spin);
@@ -1219,7 +1224,7 @@ static void wait_window(struct emu_chan *ch, struct emu_win *w, uint32_t c)
 			pthread_mutex_unlock(&ch->lock);
 		} else {
 			/* one pause per clock read: a pause is ~140 cycles on recent x86 */
-			emu_cpu_relax();
+			emu_spin_step(ch->dev->spin_yields);
 		}
 	}
 }
@@ -1417,15 +1422,29 @@ static uint64_t idle_spin(const struct emu_dev *d, long ncpu)
 	return ncpu < EMU_SMALL_HOST_CPUS ? 200000 : 20000;
 }
 
+/* The CPUs the board's threads may run on: those of the thread that opens the board (they
+ * inherit its affinity), else all online ones. */
+static long usable_cpus(void)
+{
+	cpu_set_t set;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0 &&
+	    CPU_COUNT(&set) < n)
+		n = CPU_COUNT(&set);
+	return n < 1 ? 1 : n;
+}
+
 int emu_engine_start(struct emu_dev *d)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	long ncpu = usable_cpus();
 	unsigned int i;
 	int ret;
 
-	if (ncpu < 1)
-		ncpu = 1;
 	d->idle_spin_ns = idle_spin(d, ncpu);
+	/* With fewer CPUs than spinning threads, a spin that does not yield holds off the very
+	 * thread it waits for (on one CPU every hand-off waited out the 200 us idle spin). */
+	d->spin_yields = ncpu < EMU_SMALL_HOST_CPUS;
 	d->pool.nthreads = d->cfg.workers < 0 ? auto_workers(d, ncpu) : (unsigned int)d->cfg.workers;
 	ret = emu_pool_start(d);
 	for (i = 0; i < MP_CH_COUNT && !ret; i++) {

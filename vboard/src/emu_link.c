@@ -12,6 +12,7 @@
  * where that is longer, the difference is added per TLP. The engine (emu_engine.c) adds the
  * per-descriptor latency and paces every transfer from its own start.
  */
+#include <sched.h>
 #include <time.h>
 
 #include "emu.h"
@@ -33,6 +34,14 @@ void emu_cpu_relax(void)
 #else
 	__asm__ __volatile__("" ::: "memory");
 #endif
+}
+
+void emu_spin_step(bool yields)
+{
+	if (yields)
+		sched_yield();
+	else
+		emu_cpu_relax();
 }
 
 void emu_link_init(struct emu_link *link, const struct emu_config *cfg)
