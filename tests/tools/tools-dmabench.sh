@@ -40,6 +40,10 @@ usage_says "needs a mode list" -m ''
 usage_says "empty item" -m memcpy,,memcpy
 usage_says "empty item" -m memcpy,
 usage_says "CPU 999" --cpus 999 -m memcpy
+usage_says "list of GPU numbers" --gpus x -m hg
+usage_says "list of GPU numbers" --gpus 3-1 -m hg
+usage_says "needs --gpus with at least two" --board-per-gpu -m fi
+usage_says "needs --gpus with at least two" --gpus 1 --board-per-gpu -m fi
 usage_says "needs a DMA buffer size" -m db
 usage_says "needs a DMA buffer size" -m pb-c2h
 usage_says "is not a directory" -m memcpy -o "$WORK/plainfile/x"
@@ -109,7 +113,7 @@ def keys(d, want, where):
 keys(r, ["schema", "tool", "version", "date", "host", "command_line", "wall_s", "device", "settings", "modes", "skipped"], "top")
 assert r["schema"] == "mprace-dmabench/1"
 keys(r["device"], ["name", "description", "backend"], "device")
-keys(r["settings"], ["sizes", "warmup", "iterations", "min_time_s", "repeat", "verify", "cpus", "cpus_chosen_by_dmabench", "reference"], "settings")
+keys(r["settings"], ["sizes", "warmup", "iterations", "min_time_s", "repeat", "verify", "cpus", "cpus_chosen_by_dmabench", "gpus", "board_per_gpu", "reference"], "settings")
 assert r["device"]["backend"] == "none"
 m = r["modes"][0]
 keys(m, ["name", "direction", "description", "reference", "fit", "points"], "mode")
@@ -175,6 +179,16 @@ elif [ $rc -eq 0 ] && grep -q '^gh,' "$WORK/n/mix.csv"; then
 	skip "mixed list with a GPU mode" "this machine has a GPU"
 else
 	not_ok "mixed list (rc=$rc)"; diag "$WORK/err"
+fi
+
+# GPU modes over several GPUs: only hg and fi spread over them; the others say so (with or
+# without a GPU, the reason is given before any GPU is touched), and the settings are recorded.
+run "$DMABENCH" --device none --gpus 0-1 -m memcpy,gh --quick --no-progress --plot none -o "$WORK/n/multi"
+if [ $rc -eq 0 ] && grep -q 'gh .*skipped: .*\(runs on one GPU\|CUDA\)' "$WORK/out" &&
+   grep -q '"gpus": \[0, 1\]' "$WORK/n/multi.json" && grep -q '"board_per_gpu": false' "$WORK/n/multi.json"; then
+	ok "--gpus 0-1: gh is unavailable with the reason, the GPUs are in the JSON"
+else
+	not_ok "--gpus 0-1 with gh (rc=$rc)"; diag "$WORK/out"
 fi
 
 # ---- every board mode moves correct data (virtual board)

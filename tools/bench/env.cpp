@@ -76,6 +76,21 @@ mprace::DMAEngine &Env::engine()
 	return *engine_;
 }
 
+std::pair<std::unique_ptr<mprace::Board>, std::unique_ptr<mprace::DMAEngine>> Env::open_another_board()
+{
+	board(); // the first one, so that its errors are said first
+	std::unique_ptr<mprace::Board> b;
+	std::unique_ptr<mprace::DMAEngine> e;
+	try {
+		b = std::make_unique<mprace::Board>(tools::pick_device(device_, "dmabench", false));
+		e = std::make_unique<mprace::DMAEngine>(*b);
+	} catch (const std::exception &ex) {
+		throw Unavailable(std::string("--board-per-gpu: cannot open another board on ") +
+				  tools::pick_device(device_, "dmabench", false) + ": " + ex.what());
+	}
+	return {std::move(b), std::move(e)};
+}
+
 void Env::route(unsigned c2h_source, unsigned h2c_sink)
 {
 	mprace::Board &b = board();

@@ -47,6 +47,8 @@ const char *const kQuickSizes = "4K:16M:4";
 // channel, copy threads, the measuring thread); with fewer, dmabench and the board share one
 // (one_cpu_for_virtual_board)
 const long kVboardCpus = 4;
+// --gpus: the most GPUs one run spreads a mode over
+const std::size_t kMaxGpus = 64;
 
 // Exit codes (also in dmabench(1)).
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_UNAVAILABLE = 3, EXIT_INTERRUPTED = 130 };
@@ -97,6 +99,12 @@ void usage(std::FILE *f)
 "                         sim: (simulated time), wall elsewhere. On sim: the defaults\n"
 "                         are also modes c2h,h2c, --min-time 20e-6 (of the board's\n"
 "                         time) and --repeat 1\n"
+"      --gpus LIST        hg and fi (also fi-db<S>, fi-pb<S>x<N>) over several GPUs at once, e.g.\n"
+"                         0-3: each transfer is cut into one part per GPU, each part moved by a\n"
+"                         thread on the CPUs near its GPU (default: the current GPU alone)\n"
+"      --board-per-gpu    with --gpus, fi: every GPU fed by its own board (the device opened\n"
+"                         once per GPU; each emu: is a board of its own) instead of one board\n"
+"                         fanning out to all\n"
 "      --gpu-convert zero-copy|kernel  how fi/gi ...:i16f convert on the GPU: one kernel\n"
 "                         reading the host buffer (default), or a copy, then a kernel\n"
 "      --copy-threads N   threads of the buffer managers' copy and of memcpy-mt (1 to 64;\n"
@@ -229,12 +237,14 @@ struct Config {
 	bool gpu_convert_kernel = false;
 	bool board_clock = false;
 	bool clock_given = false;   // --clock was given (else: board on sim:, wall elsewhere)
+	std::vector<int> gpus;      // --gpus: empty = the current GPU alone
+	bool board_per_gpu = false;
 };
 
 // Parses and checks the command line; exits with EXIT_USAGE (or after --help) on its own.
 Config parse_command_line(int argc, char **argv)
 {
-	enum { OPT_VERIFY = 256, OPT_REF, OPT_PIO_MAX, OPT_COPY_THREADS, OPT_H2C_SINK, OPT_GPU_CONVERT, OPT_CLOCK, OPT_PLOT, OPT_NO_PROGRESS, OPT_LIST_MODES };
+	enum { OPT_VERIFY = 256, OPT_REF, OPT_PIO_MAX, OPT_COPY_THREADS, OPT_H2C_SINK, OPT_GPU_CONVERT, OPT_CLOCK, OPT_GPUS, OPT_BOARD_PER_GPU, OPT_PLOT, OPT_NO_PROGRESS, OPT_LIST_MODES };
 	static const struct option longopts[] = {
 		{"modes", required_argument, nullptr, 'm'},
 		{"device", required_argument, nullptr, 'd'},
@@ -250,6 +260,8 @@ Config parse_command_line(int argc, char **argv)
 		{"h2c-sink", required_argument, nullptr, OPT_H2C_SINK},
 		{"gpu-convert", required_argument, nullptr, OPT_GPU_CONVERT},
 		{"clock", required_argument, nullptr, OPT_CLOCK},
+		{"gpus", required_argument, nullptr, OPT_GPUS},
+		{"board-per-gpu", no_argument, nullptr, OPT_BOARD_PER_GPU},
 		{"cpus", required_argument, nullptr, 'c'},
 		{"quick", no_argument, nullptr, 'q'},
 		{"out", required_argument, nullptr, 'o'},
@@ -320,6 +332,17 @@ Config parse_command_line(int argc, char **argv)
 					usage_error("--gpu-convert takes zero-copy or kernel");
 				cfg.gpu_convert_kernel = std::strcmp(optarg, "kernel") == 0;
 				break;
+			case OPT_GPUS:
+				try {
+					cfg.gpus = tools::parse_cpu_list(optarg);
+				} catch (const std::exception &) {
+					usage_error(std::string("--gpus takes a list of GPU numbers such as 0,1 or 0-3, not '") +
+						    optarg + "'");
+				}
+				if (cfg.gpus.empty() || cfg.gpus.size() > kMaxGpus)
+					usage_error(strprintf("--gpus takes 1 to %zu GPUs", kMaxGpus));
+				break;
+			case OPT_BOARD_PER_GPU: cfg.board_per_gpu = true; break;
 			case OPT_CLOCK:
 				if (std::strcmp(optarg, "wall") != 0 && std::strcmp(optarg, "board") != 0)
 					usage_error("--clock takes wall or board");
@@ -393,6 +416,8 @@ Config parse_command_line(int argc, char **argv)
 		so.min_time_s = 0.01;
 	if (simulated && !min_time_given)
 		so.min_time_s = kSimMinTime;
+	if (cfg.board_per_gpu && cfg.gpus.size() < 2)
+		usage_error("--board-per-gpu needs --gpus with at least two GPUs");
 	if ((quick || simulated) && !repeat_given)
 		so.repeat = 1;
 	return cfg;
@@ -610,6 +635,8 @@ int main(int argc, char **argv)
 	info.verify = cfg.sweep.verify;
 	info.cpus = cfg.cpus;
 	info.cpus_shared = cpus_shared;
+	info.gpus = cfg.gpus;
+	info.board_per_gpu = cfg.board_per_gpu;
 	info.reference = cfg.ref;
 
 	Env env(cfg.device, cfg.sweep.verify);
@@ -617,6 +644,7 @@ int main(int argc, char **argv)
 	env.set_copy_threads(cfg.copy_threads);
 	env.set_h2c_sink_user(cfg.h2c_sink_user);
 	env.set_gpu_convert_kernel(cfg.gpu_convert_kernel);
+	env.set_gpus(cfg.gpus, cfg.board_per_gpu);
 	env.set_board_clock(cfg.board_clock);
 	if (cfg.board_clock) {
 		try {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mprace {
@@ -130,6 +131,18 @@ public:
 	double now_s();
 	bool gpu_convert_kernel() const { return gpu_convert_kernel_; }
 	void set_gpu_convert_kernel(bool v) { gpu_convert_kernel_ = v; }
+	// --gpus / --board-per-gpu: the GPUs a multi-GPU mode spreads over (empty: the current one)
+	// and whether each gets a board of its own.
+	void set_gpus(std::vector<int> gpus, bool board_per_gpu)
+	{
+		gpus_ = std::move(gpus);
+		board_per_gpu_ = board_per_gpu;
+	}
+	const std::vector<int> &gpus() const { return gpus_; }
+	bool board_per_gpu() const { return board_per_gpu_; }
+	// Another board on the same device, with its engine (--board-per-gpu); the caller owns it.
+	// Throws Unavailable when it cannot be opened.
+	std::pair<std::unique_ptr<mprace::Board>, std::unique_ptr<mprace::DMAEngine>> open_another_board();
 
 private:
 	std::string device_;
@@ -142,6 +155,8 @@ private:
 	bool h2c_sink_user_ = false;
 	bool gpu_convert_kernel_ = false;
 	bool board_clock_ = false;
+	std::vector<int> gpus_;
+	bool board_per_gpu_ = false;
 	double cycle_s_ = 0; // seconds per CYCLE tick
 };
 

@@ -10,7 +10,18 @@
 //                the engine moving data peer to peer (bufmgr::cuda::GpuDirect); unavailable
 //                (exit 3, with the reason) where the GPU cannot export or the board cannot import
 // Data checks run on the GPU (a kernel compares the counter pattern in device memory).
+#include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <sched.h>
 #include <sys/mman.h>
 
 #include <cuda_runtime.h>
@@ -59,6 +70,22 @@ __global__ void check_kernel(const std::uint32_t *p, std::size_t n, std::uint32_
 		if (p[i] != mp_pattern_word(seed, i)) {
 			atomicAdd(bad, 1ull);
 			atomicMin(first, static_cast<unsigned long long>(i));
+		}
+}
+
+// Where the counter pattern breaks: word i starts a run unless it is word i-1 plus one. Stores
+// up to cap run starts (index and word) and counts them all.
+__global__ void runs_kernel(const std::uint32_t *p, std::size_t n, unsigned long long *count,
+			    unsigned long long *index, std::uint32_t *word, unsigned long long cap)
+{
+	for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+	     i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+		if (i == 0 || p[i] != p[i - 1] + 1u) {
+			unsigned long long k = atomicAdd(count, 1ull);
+			if (k < cap) {
+				index[k] = i;
+				word[k] = p[i];
+			}
 		}
 }
 
@@ -393,6 +420,431 @@ private:
 	std::unique_ptr<bufmgr::cuda::GpuToFpga<bufmgr::MpraceTransfer>> g2f_;
 };
 
+// ------------------------------------------- several GPUs at once (--gpus): hg, fi
+
+// The CPUs near a GPU that this process may use (its PCI function's local_cpulist in sysfs);
+// empty when unknown or when none of them is allowed.
+std::vector<int> cpus_near_gpu(int gpu)
+{
+	char bus[32];
+	if (cudaDeviceGetPCIBusId(bus, sizeof(bus), gpu) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return {};
+	}
+	std::string id(bus);
+	std::transform(id.begin(), id.end(), id.begin(), [](unsigned char c) { return std::tolower(c); });
+	std::ifstream f("/sys/bus/pci/devices/" + id + "/local_cpulist");
+	std::string list;
+	std::vector<int> near, allowed_near;
+	if (!std::getline(f, list))
+		return {};
+	try {
+		near = tools::parse_cpu_list(list);
+	} catch (const std::exception &) {
+		return {};
+	}
+	cpu_set_t allowed;
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+		return {};
+	for (int c : near)
+		if (c < CPU_SETSIZE && CPU_ISSET(c, &allowed))
+			allowed_near.push_back(c);
+	return allowed_near;
+}
+
+// One thread per GPU, for the life of a mode: each runs its jobs with its GPU current, on the
+// CPUs near it (so that what it allocates and starts -- pinned buffers, a board's threads, the
+// relay's -- lives there too). run() hands every lane its job at once and returns when all
+// are done, rethrowing the first error.
+class Lanes {
+public:
+	explicit Lanes(const std::vector<int> &gpus) : gpus_(gpus)
+	{
+		try {
+			for (std::size_t i = 0; i < gpus_.size(); ++i)
+				threads_.emplace_back([this, i] { loop(i); });
+		} catch (...) {
+			stop();
+			throw;
+		}
+	}
+	Lanes(const Lanes &) = delete;
+	Lanes &operator=(const Lanes &) = delete;
+	~Lanes() { stop(); }
+
+	std::size_t size() const { return gpus_.size(); }
+	int gpu(std::size_t i) const { return gpus_[i]; }
+
+	void run(const std::function<void(std::size_t)> &job)
+	{
+		std::unique_lock<std::mutex> lk(mu_);
+		job_ = &job;
+		error_ = nullptr;
+		pending_ = gpus_.size();
+		++generation_;
+		cv_.notify_all();
+		done_cv_.wait(lk, [this] { return pending_ == 0; });
+		job_ = nullptr;
+		if (error_)
+			std::rethrow_exception(error_);
+	}
+
+private:
+	void loop(std::size_t i)
+	{
+		std::vector<int> cpus = cpus_near_gpu(gpus_[i]);
+		if (!cpus.empty()) {
+			cpu_set_t set;
+			CPU_ZERO(&set);
+			for (int c : cpus)
+				CPU_SET(c, &set);
+			(void)sched_setaffinity(0, sizeof(set), &set); // a hint: the CPUs may be taken
+		}
+		std::uint64_t seen = 0;
+		for (;;) {
+			const std::function<void(std::size_t)> *job;
+			{
+				std::unique_lock<std::mutex> lk(mu_);
+				cv_.wait(lk, [&] { return quit_ || generation_ != seen; });
+				if (quit_)
+					return;
+				seen = generation_;
+				job = job_;
+			}
+			std::exception_ptr err;
+			try {
+				cuda_check(cudaSetDevice(gpus_[i]), "cudaSetDevice");
+				(*job)(i);
+			} catch (...) {
+				err = std::current_exception();
+			}
+			std::lock_guard<std::mutex> lk(mu_);
+			if (err && !error_)
+				error_ = err;
+			if (--pending_ == 0)
+				done_cv_.notify_all();
+		}
+	}
+	void stop()
+	{
+		{
+			std::lock_guard<std::mutex> lk(mu_);
+			quit_ = true;
+			cv_.notify_all();
+		}
+		for (auto &t : threads_)
+			if (t.joinable())
+				t.join();
+	}
+
+	std::vector<int> gpus_;
+	std::vector<std::thread> threads_;
+	std::mutex mu_;
+	std::condition_variable cv_, done_cv_;
+	const std::function<void(std::size_t)> *job_ = nullptr;
+	std::exception_ptr error_;
+	std::size_t pending_ = 0;
+	std::uint64_t generation_ = 0;
+	bool quit_ = false;
+};
+
+// Lane i's part of a transfer of `bytes` cut into n parts of whole granules: its offset and
+// length (the first parts take the remainder).
+std::pair<std::uint64_t, std::uint64_t> part_of(std::uint64_t bytes, std::size_t n, std::size_t i,
+						std::uint64_t granule)
+{
+	const std::uint64_t units = bytes / granule, base = units / n, extra = units % n;
+	const std::uint64_t first = i * base + std::min<std::uint64_t>(i, extra);
+	const std::uint64_t len = base + (i < extra ? 1 : 0);
+	return {first * granule, len * granule};
+}
+
+// The GPUs of --gpus, each checked against what the runtime sees; Unavailable otherwise.
+std::vector<int> gpus_for(const Env &env)
+{
+	require_gpu();
+	int count = bufmgr::cuda::device_count();
+	std::vector<int> gpus = env.gpus();
+	for (int g : gpus)
+		if (g >= count)
+			throw Unavailable(strprintf("--gpus names GPU %d, and this machine has %d", g, count));
+	return gpus;
+}
+
+// hg over several GPUs: each lane copies its part from its own pinned host buffer (allocated by
+// the lane, near its GPU) into its GPU's memory, all lanes at once.
+class MultiCopyMode : public Mode {
+public:
+	explicit MultiCopyMode(Env &env) : env_(env) {}
+	~MultiCopyMode() override { teardown(); }
+	std::string name() const override { return "hg"; }
+	std::string direction() const override { return "h2g"; }
+	std::string description() const override
+	{
+		return strprintf("cudaMemcpy pinned host -> %zu GPUs at once (one part each)", env_.gpus().size());
+	}
+	void setup(std::uint64_t max_bytes) override
+	{
+		lanes_ = std::make_unique<Lanes>(gpus_for(env_));
+		host_.assign(lanes_->size(), nullptr);
+		dev_.resize(lanes_->size());
+		lanes_->run([&](std::size_t i) {
+			const std::uint64_t most = part_of(max_bytes, lanes_->size(), 0, 4).second;
+			cuda_check(cudaMallocHost(&host_[i], most ? most : 4), "cudaMallocHost");
+			dev_[i] = DeviceMem(most ? most : 4);
+		});
+	}
+	void transfer(std::uint64_t bytes) override
+	{
+		lanes_->run([&](std::size_t i) {
+			auto [off, len] = part_of(bytes, lanes_->size(), i, 4);
+			(void)off;
+			cuda_check(cudaMemcpy(dev_[i].get(), host_[i], len, cudaMemcpyHostToDevice), "cudaMemcpy");
+		});
+	}
+	std::uint64_t granule() const override { return 4; }
+	bool can_verify() const override { return true; }
+	bool verify(std::uint64_t bytes, std::string *why) override
+	{
+		const std::uint32_t seed = next_seed();
+		std::vector<std::string> bad(lanes_->size());
+		lanes_->run([&](std::size_t i) {
+			auto [off, len] = part_of(bytes, lanes_->size(), i, 4);
+			fill_pattern(host_[i], len, seed + static_cast<std::uint32_t>(off / 4));
+			cuda_check(cudaMemset(dev_[i].get(), 0, len), "cudaMemset");
+		});
+		transfer(bytes);
+		lanes_->run([&](std::size_t i) {
+			auto [off, len] = part_of(bytes, lanes_->size(), i, 4);
+			std::string w;
+			if (!gpu_check(dev_[i].get(), len, seed + static_cast<std::uint32_t>(off / 4), &w))
+				bad[i] = strprintf("GPU %d: %s", lanes_->gpu(i), w.c_str());
+		});
+		for (auto &b : bad)
+			if (!b.empty()) {
+				*why = b;
+				return false;
+			}
+		return true;
+	}
+	void teardown() override
+	{
+		if (lanes_)
+			lanes_->run([&](std::size_t i) {
+				dev_[i] = DeviceMem();
+				if (host_[i])
+					cudaFreeHost(host_[i]);
+				host_[i] = nullptr;
+			});
+		lanes_.reset();
+	}
+
+private:
+	Env &env_;
+	std::unique_ptr<Lanes> lanes_;
+	std::vector<void *> host_;
+	std::vector<DeviceMem> dev_;
+};
+
+// fi (fi-db<S>, fi-pb<S>x<N>) over several GPUs: each lane drives its own pipeline (its DMA
+// buffers registered with its GPU, bufmgr::cuda::FpgaToGpu) for its part of every transfer.
+// One board fans out to all lanes (their reads interleave on its C2H channel), or with
+// --board-per-gpu each lane has a board of its own.
+class MultiPipeMode : public Mode {
+public:
+	MultiPipeMode(const ModeSpec &s, Env &env, unsigned count, std::size_t size)
+		: s_(s), env_(env), count_(count), size_(size) {}
+	~MultiPipeMode() override { teardown(); }
+	std::string name() const override { return s_.canonical; }
+	std::string direction() const override { return "c2g"; }
+	std::string auto_reference() const override { return "hg"; }
+	std::uint64_t granule() const override { return MP_ENGINE_GRANULE; }
+	std::string description() const override
+	{
+		return strprintf("board -> host -> %zu GPUs at once, %s; per GPU %u user-memory DMA buffers of %s "
+				 "through bufmgr's CUDA stage",
+				 env_.gpus().size(),
+				 env_.board_per_gpu() ? "each GPU fed by a board of its own" : "one board fanning out",
+				 count_, format_size(size_).c_str());
+	}
+	void setup(std::uint64_t max_bytes) override
+	{
+		lanes_ = std::make_unique<Lanes>(gpus_for(env_));
+		const std::size_t n = lanes_->size();
+		env_.route(MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER);
+		env_.board().setPatternRate(0);
+		lane_.clear();
+		lane_.resize(n);
+		lanes_->run([&](std::size_t i) {
+			Lane &l = lane_[i];
+			if (env_.board_per_gpu() && i > 0) {
+				auto [b, e] = env_.open_another_board();
+				l.own_board = std::move(b);
+				l.own_engine = std::move(e);
+				l.own_board->setTestRouting(mprace::C2HSource::Pattern, mprace::H2CSink::Checker);
+				l.own_board->setPatternRate(0);
+			}
+			l.board = l.own_board ? l.own_board.get() : &env_.board();
+			mprace::DMAEngine &e = l.own_engine ? *l.own_engine : env_.engine();
+			bufmgr::cuda::CudaOptions o;
+			o.device = lanes_->gpu(i);
+			l.relay = std::make_unique<bufmgr::cuda::FpgaToGpu<bufmgr::MpraceTransfer>>(
+				bufmgr::MpraceTransfer(*l.board, e, bufmgr::MemoryKind::user), count_, size_, o);
+			const std::uint64_t most = part_of(max_bytes, n, 0, MP_ENGINE_GRANULE).second;
+			l.dev = DeviceMem(most ? most : 4);
+		});
+	}
+	void transfer(std::uint64_t bytes) override
+	{
+		lanes_->run([&](std::size_t i) {
+			const std::uint64_t len = part_of(bytes, lanes_->size(), i, MP_ENGINE_GRANULE).second;
+			if (!len)
+				return;
+			std::size_t got = lane_[i].relay->transfer(lane_[i].dev.get(), len);
+			if (got != len)
+				throw std::runtime_error(strprintf("%s: GPU %d got %zu of %llu bytes", s_.canonical.c_str(),
+								   lanes_->gpu(i), got,
+								   static_cast<unsigned long long>(len)));
+		});
+	}
+	bool can_verify() const override { return true; }
+	// Every board's pattern generator starts at the same seed. With a board per GPU, each GPU
+	// holds that pattern from its start. With one board the lanes' reads interleave, so each
+	// GPU holds runs of the stream: every run must be contiguous pattern, and all runs of all
+	// GPUs together must cover the stream's first `bytes` exactly once (nothing lost, nothing
+	// twice).
+	bool verify(std::uint64_t bytes, std::string *why) override
+	{
+		const std::uint32_t seed = next_seed();
+		for (auto &l : lane_)
+			if (l.own_board)
+				l.own_board->setPatternSeed(seed);
+		env_.board().setPatternSeed(seed);
+		lanes_->run([&](std::size_t i) {
+			const std::uint64_t len = part_of(bytes, lanes_->size(), i, MP_ENGINE_GRANULE).second;
+			cuda_check(cudaMemset(lane_[i].dev.get(), 0xff, len ? len : 4), "cudaMemset");
+		});
+		transfer(bytes);
+		std::vector<std::string> bad(lanes_->size());
+		std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> runs(lanes_->size());
+		lanes_->run([&](std::size_t i) {
+			const std::uint64_t len = part_of(bytes, lanes_->size(), i, MP_ENGINE_GRANULE).second;
+			std::string w;
+			if (env_.board_per_gpu()) {
+				if (!gpu_check(lane_[i].dev.get(), len, seed, &w))
+					bad[i] = strprintf("GPU %d: %s", lanes_->gpu(i), w.c_str());
+			} else if (!stream_runs(lane_[i].dev.get(), len, seed, &runs[i], &w)) {
+				bad[i] = strprintf("GPU %d: %s", lanes_->gpu(i), w.c_str());
+			}
+		});
+		for (auto &b : bad)
+			if (!b.empty()) {
+				*why = b;
+				return false;
+			}
+		return env_.board_per_gpu() || tiles_stream(runs, bytes / 4, why);
+	}
+	void teardown() override
+	{
+		if (lanes_)
+			lanes_->run([&](std::size_t i) { lane_[i] = Lane(); });
+		lanes_.reset();
+		lane_.clear();
+	}
+
+private:
+	struct Lane {
+		std::unique_ptr<mprace::Board> own_board;     // --board-per-gpu, lanes 1..n-1
+		std::unique_ptr<mprace::DMAEngine> own_engine;
+		mprace::Board *board = nullptr;
+		DeviceMem dev;
+		std::unique_ptr<bufmgr::cuda::FpgaToGpu<bufmgr::MpraceTransfer>> relay;
+		Lane() = default;
+		Lane(Lane &&) = default;
+		Lane &operator=(Lane &&o) noexcept
+		{
+			relay = std::move(o.relay); // the pipeline before its engine and board
+			dev = std::move(o.dev);
+			own_engine = std::move(o.own_engine);
+			own_board = std::move(o.own_board);
+			board = o.board;
+			return *this;
+		}
+	};
+
+	// The runs of contiguous pattern in `bytes` of GPU memory as (stream word, words); false
+	// with *why if there are more than a check can hold.
+	static bool stream_runs(const void *dev, std::uint64_t bytes, std::uint32_t seed,
+				std::vector<std::pair<std::uint64_t, std::uint64_t>> *out, std::string *why)
+	{
+		constexpr unsigned long long cap = 1u << 16;
+		const std::uint64_t n = bytes / 4;
+		if (n == 0)
+			return true;
+		DeviceMem count(sizeof(unsigned long long)), index(cap * sizeof(unsigned long long)),
+			word(cap * sizeof(std::uint32_t));
+		cuda_check(cudaMemset(count.get(), 0, sizeof(unsigned long long)), "cudaMemset");
+		runs_kernel<<<256, 256>>>(static_cast<const std::uint32_t *>(dev), n,
+					  static_cast<unsigned long long *>(count.get()),
+					  static_cast<unsigned long long *>(index.get()),
+					  static_cast<std::uint32_t *>(word.get()), cap);
+		cuda_check(cudaDeviceSynchronize(), "runs kernel");
+		unsigned long long k = 0;
+		cuda_check(cudaMemcpy(&k, count.get(), sizeof(k), cudaMemcpyDeviceToHost), "cudaMemcpy");
+		if (k > cap) {
+			*why = strprintf("%llu breaks in the pattern (more than %llu: not runs of the stream)", k, cap);
+			return false;
+		}
+		std::vector<unsigned long long> idx(k);
+		std::vector<std::uint32_t> w(k);
+		cuda_check(cudaMemcpy(idx.data(), index.get(), k * sizeof(idx[0]), cudaMemcpyDeviceToHost), "cudaMemcpy");
+		cuda_check(cudaMemcpy(w.data(), word.get(), k * sizeof(w[0]), cudaMemcpyDeviceToHost), "cudaMemcpy");
+		std::vector<std::pair<unsigned long long, std::uint32_t>> starts(k);
+		for (std::size_t j = 0; j < k; ++j)
+			starts[j] = {idx[j], w[j]};
+		std::sort(starts.begin(), starts.end());
+		for (std::size_t j = 0; j < k; ++j) {
+			const std::uint64_t end = j + 1 < k ? starts[j + 1].first : n;
+			out->emplace_back(static_cast<std::uint32_t>(starts[j].second - seed), end - starts[j].first);
+		}
+		return true;
+	}
+	// Whether the runs of all GPUs cover words 0 .. total-1 of the stream exactly once.
+	static bool tiles_stream(std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> &runs,
+				 std::uint64_t total, std::string *why)
+	{
+		std::vector<std::pair<std::uint64_t, std::uint64_t>> all;
+		for (auto &r : runs)
+			all.insert(all.end(), r.begin(), r.end());
+		std::sort(all.begin(), all.end());
+		std::uint64_t next = 0;
+		for (auto &[start, len] : all) {
+			if (start != next) {
+				*why = start > next ? strprintf("stream words %llu..%llu reached no GPU",
+								static_cast<unsigned long long>(next),
+								static_cast<unsigned long long>(start - 1))
+						    : strprintf("stream word %llu reached a GPU twice",
+								static_cast<unsigned long long>(start));
+				return false;
+			}
+			next = start + len;
+		}
+		if (next != total) {
+			*why = strprintf("the GPUs hold %llu words of the stream, not %llu",
+					 static_cast<unsigned long long>(next), static_cast<unsigned long long>(total));
+			return false;
+		}
+		return true;
+	}
+
+	ModeSpec s_;
+	Env &env_;
+	unsigned count_;
+	std::size_t size_;
+	std::unique_ptr<Lanes> lanes_;
+	std::vector<Lane> lane_;
+};
+
 // ------------------------------------------------ fr, gr: board <-> GPU memory directly
 
 class DirectMode : public BoardGpuMode {
@@ -443,6 +895,24 @@ private:
 
 std::unique_ptr<Mode> make_gpu_mode(const ModeSpec &s, Env &env)
 {
+	if (env.gpus().size() > 1 || env.board_per_gpu()) {
+		if (env.board_per_gpu() && env.gpus().size() < 2)
+			throw Unavailable("--board-per-gpu needs --gpus with at least two GPUs");
+		if (s.gpu == "hg" && !env.board_per_gpu())
+			return std::make_unique<MultiCopyMode>(env);
+		if (s.gpu == "fi" && !s.samples) {
+			if (!s.algo)
+				return std::make_unique<MultiPipeMode>(s, env, PipeMode::kDefaultCount, PipeMode::kDefaultSize);
+			if (s.buf_size % MP_ENGINE_GRANULE)
+				throw BadMode("mode " + s.canonical + ": the DMA buffer size must be a multiple of 4");
+			return std::make_unique<MultiPipeMode>(s, env, s.buf_count, s.buf_size);
+		}
+		throw Unavailable("mode " + s.canonical + " runs on one GPU; with --gpus of several only hg and "
+				  "fi (fi-db<S>, fi-pb<S>x<N>) spread over them" +
+				  std::string(s.gpu == "hg" ? " (hg with --board-per-gpu: no board to give it)" : ""));
+	}
+	if (env.gpus().size() == 1)
+		cuda_check(cudaSetDevice(gpus_for(env)[0]), "cudaSetDevice"); // the one GPU of --gpus
 	if (s.gpu == "hg" || s.gpu == "gh")
 		return std::make_unique<CopyMode>(s.gpu == "hg");
 	if (s.gpu == "fi-serial" || s.gpu == "gi-serial")

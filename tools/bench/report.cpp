@@ -337,6 +337,13 @@ void write_json(std::ostream &os, const Run &run)
 	os << "    \"verify\": " << (i.verify ? "true" : "false") << ",\n";
 	os << "    \"cpus\": " << jstr_or_null(i.cpus) << ",\n";
 	os << "    \"cpus_chosen_by_dmabench\": " << (i.cpus_shared ? "true" : "false") << ",\n";
+	os << "    \"gpus\": ";
+	if (i.gpus.empty())
+		os << "null";
+	for (std::size_t k = 0; k < i.gpus.size(); ++k)
+		os << (k ? ", " : "[") << i.gpus[k] << (k + 1 == i.gpus.size() ? "]" : "");
+	os << ",\n";
+	os << "    \"board_per_gpu\": " << (i.board_per_gpu ? "true" : "false") << ",\n";
 	os << "    \"reference\": " << jstr(i.reference) << "\n";
 	os << "  },\n";
 	os << "  \"modes\": [";

@@ -78,6 +78,8 @@ struct RunInfo {
 	bool verify = false;
 	std::string cpus;         // "" when not pinned
 	bool cpus_shared = false; // pinned by dmabench itself: the virtual board on a small host
+	std::vector<int> gpus;    // --gpus; empty: the current GPU
+	bool board_per_gpu = false;
 	std::string reference;    // --ref as given ("auto" or a mode)
 	double wall_s = 0;        // the whole run
 	std::string clock = "wall"; // what timed the transfers: "wall", or "board (N MHz)"
