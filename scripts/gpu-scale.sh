@@ -33,6 +33,9 @@ run() {
 		for n in 1 2 4 8; do [[ $n -le $gpus ]] && ns="$ns $n"; done
 	fi
 
+	echo "== the multi-GPU stage's test (bufmgr/cuda_multi.hpp)"
+	"$bundle/test_gpu_multi" >"$out/test_gpu_multi.log" 2>&1 || rc=1
+	grep -E '^(not ok|# )' "$out/test_gpu_multi.log" || true
 	echo "== smoke: data checked on every GPU (one board fanning out, a board per GPU)"
 	"$dmabench" -d emu:link=gen3x8,nt=0 --gpus "0-$((gpus - 1))" -m fi-pb1Mx4 -s 4K,1M,9M,64M -n 1 -r 1 -w 0 \
 		--verify --no-progress --plot none -o "$out/smoke-fanout" >"$out/smoke-fanout.txt" 2>&1 || rc=1

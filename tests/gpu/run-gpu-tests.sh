@@ -10,6 +10,7 @@
 #   test_gpu_refuse   kernel-memory buffers refused before any CUDA call
 #   test_gpu_stage    FPGA -> host -> GPU and back, data checked on the GPU and by the board
 #   test_gpu_dmabuf   GPU memory exported as a dma-buf; the virtual board refuses it
+#   test_gpu_multi    several GPUs at once: one board fanning out, a board per GPU
 # The figures of the GPU paths are dmabench's (modes hg, gh, fi, fi-serial, gi, ...):
 # scripts/gpu-pipeline.sh builds it with the GPU tests and runs the sweeps.
 # Exit status: 0 if every test passed (or skipped: no GPU), 1 otherwise.
@@ -57,9 +58,9 @@ mk=$build/Makefile
 		esac
 	done
 	echo "LIBOBJS =$objs"
-	echo "all: test_gpu_refuse test_gpu_stage test_gpu_dmabuf"
+	echo "all: test_gpu_refuse test_gpu_stage test_gpu_dmabuf test_gpu_multi"
 	echo "obj/gpu_pattern.o: \$(TOP)/tests/gpu/gpu_pattern.cu \$(TOP)/tests/gpu/gpu_pattern.h; \$(NVCC) \$(NVCCFLAGS) -std=c++17 -I\$(TOP)/spec/include -I\$(TOP)/libbufmgr/include -I\$(TOP)/pcidriver/lib -c -o \$@ \$<"
-	for t in test_gpu_refuse test_gpu_stage test_gpu_dmabuf; do
+	for t in test_gpu_refuse test_gpu_stage test_gpu_dmabuf test_gpu_multi; do
 		echo "$t: \$(TOP)/tests/gpu/$t.cpp obj/gpu_pattern.o \$(LIBOBJS); \$(CXX) \$(CPPFLAGS) \$(CXXFLAGS) -MMD -o \$@ \$< obj/gpu_pattern.o \$(LIBOBJS) \$(LIBS)"
 	done
 	echo "-include obj/*.d *.d"
@@ -81,6 +82,7 @@ run_test() {
 run_test test_gpu_refuse
 run_test test_gpu_stage
 run_test test_gpu_dmabuf
+run_test test_gpu_multi
 
 echo "== run-gpu-tests: $([ $status = 0 ] && echo PASS || echo FAIL)"
 exit $status

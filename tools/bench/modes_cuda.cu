@@ -11,17 +11,10 @@
 //                (exit 3, with the reason) where the GPU cannot export or the board cannot import
 // Data checks run on the GPU (a kernel compares the counter pattern in device memory).
 #include <algorithm>
-#include <condition_variable>
 #include <cstring>
-#include <exception>
-#include <fstream>
-#include <functional>
-#include <mutex>
-#include <thread>
 #include <utility>
 #include <vector>
 
-#include <sched.h>
 #include <sys/mman.h>
 
 #include <cuda_runtime.h>
@@ -29,6 +22,7 @@
 #include "../common/units.hpp"
 #include "bufmgr/cuda.hpp"
 #include "bufmgr/cuda_direct.hpp"
+#include "bufmgr/cuda_multi.hpp"
 #include "bufmgr/cuda_transform.cuh"
 #include "bufmgr/mprace_transfer.hpp"
 #include "modes_impl.hpp"
@@ -422,143 +416,6 @@ private:
 
 // ------------------------------------------- several GPUs at once (--gpus): hg, fi
 
-// The CPUs near a GPU that this process may use (its PCI function's local_cpulist in sysfs);
-// empty when unknown or when none of them is allowed.
-std::vector<int> cpus_near_gpu(int gpu)
-{
-	char bus[32];
-	if (cudaDeviceGetPCIBusId(bus, sizeof(bus), gpu) != cudaSuccess) {
-		(void)cudaGetLastError();
-		return {};
-	}
-	std::string id(bus);
-	std::transform(id.begin(), id.end(), id.begin(), [](unsigned char c) { return std::tolower(c); });
-	std::ifstream f("/sys/bus/pci/devices/" + id + "/local_cpulist");
-	std::string list;
-	std::vector<int> near, allowed_near;
-	if (!std::getline(f, list))
-		return {};
-	try {
-		near = tools::parse_cpu_list(list);
-	} catch (const std::exception &) {
-		return {};
-	}
-	cpu_set_t allowed;
-	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
-		return {};
-	for (int c : near)
-		if (c < CPU_SETSIZE && CPU_ISSET(c, &allowed))
-			allowed_near.push_back(c);
-	return allowed_near;
-}
-
-// One thread per GPU, for the life of a mode: each runs its jobs with its GPU current, on the
-// CPUs near it (so that what it allocates and starts -- pinned buffers, a board's threads, the
-// relay's -- lives there too). run() hands every lane its job at once and returns when all
-// are done, rethrowing the first error.
-class Lanes {
-public:
-	explicit Lanes(const std::vector<int> &gpus) : gpus_(gpus)
-	{
-		try {
-			for (std::size_t i = 0; i < gpus_.size(); ++i)
-				threads_.emplace_back([this, i] { loop(i); });
-		} catch (...) {
-			stop();
-			throw;
-		}
-	}
-	Lanes(const Lanes &) = delete;
-	Lanes &operator=(const Lanes &) = delete;
-	~Lanes() { stop(); }
-
-	std::size_t size() const { return gpus_.size(); }
-	int gpu(std::size_t i) const { return gpus_[i]; }
-
-	void run(const std::function<void(std::size_t)> &job)
-	{
-		std::unique_lock<std::mutex> lk(mu_);
-		job_ = &job;
-		error_ = nullptr;
-		pending_ = gpus_.size();
-		++generation_;
-		cv_.notify_all();
-		done_cv_.wait(lk, [this] { return pending_ == 0; });
-		job_ = nullptr;
-		if (error_)
-			std::rethrow_exception(error_);
-	}
-
-private:
-	void loop(std::size_t i)
-	{
-		std::vector<int> cpus = cpus_near_gpu(gpus_[i]);
-		if (!cpus.empty()) {
-			cpu_set_t set;
-			CPU_ZERO(&set);
-			for (int c : cpus)
-				CPU_SET(c, &set);
-			(void)sched_setaffinity(0, sizeof(set), &set); // a hint: the CPUs may be taken
-		}
-		std::uint64_t seen = 0;
-		for (;;) {
-			const std::function<void(std::size_t)> *job;
-			{
-				std::unique_lock<std::mutex> lk(mu_);
-				cv_.wait(lk, [&] { return quit_ || generation_ != seen; });
-				if (quit_)
-					return;
-				seen = generation_;
-				job = job_;
-			}
-			std::exception_ptr err;
-			try {
-				cuda_check(cudaSetDevice(gpus_[i]), "cudaSetDevice");
-				(*job)(i);
-			} catch (...) {
-				err = std::current_exception();
-			}
-			std::lock_guard<std::mutex> lk(mu_);
-			if (err && !error_)
-				error_ = err;
-			if (--pending_ == 0)
-				done_cv_.notify_all();
-		}
-	}
-	void stop()
-	{
-		{
-			std::lock_guard<std::mutex> lk(mu_);
-			quit_ = true;
-			cv_.notify_all();
-		}
-		for (auto &t : threads_)
-			if (t.joinable())
-				t.join();
-	}
-
-	std::vector<int> gpus_;
-	std::vector<std::thread> threads_;
-	std::mutex mu_;
-	std::condition_variable cv_, done_cv_;
-	const std::function<void(std::size_t)> *job_ = nullptr;
-	std::exception_ptr error_;
-	std::size_t pending_ = 0;
-	std::uint64_t generation_ = 0;
-	bool quit_ = false;
-};
-
-// Lane i's part of a transfer of `bytes` cut into n parts of whole granules: its offset and
-// length (the first parts take the remainder).
-std::pair<std::uint64_t, std::uint64_t> part_of(std::uint64_t bytes, std::size_t n, std::size_t i,
-						std::uint64_t granule)
-{
-	const std::uint64_t units = bytes / granule, base = units / n, extra = units % n;
-	const std::uint64_t first = i * base + std::min<std::uint64_t>(i, extra);
-	const std::uint64_t len = base + (i < extra ? 1 : 0);
-	return {first * granule, len * granule};
-}
-
 // The GPUs of --gpus, each checked against what the runtime sees; Unavailable otherwise.
 std::vector<int> gpus_for(const Env &env)
 {
@@ -569,6 +426,17 @@ std::vector<int> gpus_for(const Env &env)
 		if (g >= count)
 			throw Unavailable(strprintf("--gpus names GPU %d, and this machine has %d", g, count));
 	return gpus;
+}
+
+// False with the first non-empty message of per-GPU checks in *why; true if all are empty.
+bool first_failure(const std::vector<std::string> &bad, std::string *why)
+{
+	for (const auto &b : bad)
+		if (!b.empty()) {
+			*why = b;
+			return false;
+		}
+	return true;
 }
 
 // hg over several GPUs: each lane copies its part from its own pinned host buffer (allocated by
@@ -585,21 +453,20 @@ public:
 	}
 	void setup(std::uint64_t max_bytes) override
 	{
-		lanes_ = std::make_unique<Lanes>(gpus_for(env_));
+		lanes_ = std::make_unique<bufmgr::cuda::GpuLanes>(gpus_for(env_));
 		host_.assign(lanes_->size(), nullptr);
 		dev_.resize(lanes_->size());
+		const std::size_t most = std::max<std::size_t>(part(max_bytes, 0).length, 4);
 		lanes_->run([&](std::size_t i) {
-			const std::uint64_t most = part_of(max_bytes, lanes_->size(), 0, 4).second;
-			cuda_check(cudaMallocHost(&host_[i], most ? most : 4), "cudaMallocHost");
-			dev_[i] = DeviceMem(most ? most : 4);
+			cuda_check(cudaMallocHost(&host_[i], most), "cudaMallocHost");
+			dev_[i] = DeviceMem(most);
 		});
 	}
 	void transfer(std::uint64_t bytes) override
 	{
 		lanes_->run([&](std::size_t i) {
-			auto [off, len] = part_of(bytes, lanes_->size(), i, 4);
-			(void)off;
-			cuda_check(cudaMemcpy(dev_[i].get(), host_[i], len, cudaMemcpyHostToDevice), "cudaMemcpy");
+			cuda_check(cudaMemcpy(dev_[i].get(), host_[i], part(bytes, i).length, cudaMemcpyHostToDevice),
+				   "cudaMemcpy");
 		});
 	}
 	std::uint64_t granule() const override { return 4; }
@@ -609,23 +476,18 @@ public:
 		const std::uint32_t seed = next_seed();
 		std::vector<std::string> bad(lanes_->size());
 		lanes_->run([&](std::size_t i) {
-			auto [off, len] = part_of(bytes, lanes_->size(), i, 4);
-			fill_pattern(host_[i], len, seed + static_cast<std::uint32_t>(off / 4));
-			cuda_check(cudaMemset(dev_[i].get(), 0, len), "cudaMemset");
+			auto p = part(bytes, i);
+			fill_pattern(host_[i], p.length, seed + static_cast<std::uint32_t>(p.offset / 4));
+			cuda_check(cudaMemset(dev_[i].get(), 0, p.length), "cudaMemset");
 		});
 		transfer(bytes);
 		lanes_->run([&](std::size_t i) {
-			auto [off, len] = part_of(bytes, lanes_->size(), i, 4);
+			auto p = part(bytes, i);
 			std::string w;
-			if (!gpu_check(dev_[i].get(), len, seed + static_cast<std::uint32_t>(off / 4), &w))
-				bad[i] = strprintf("GPU %d: %s", lanes_->gpu(i), w.c_str());
+			if (!gpu_check(dev_[i].get(), p.length, seed + static_cast<std::uint32_t>(p.offset / 4), &w))
+				bad[i] = strprintf("GPU %d: %s", lanes_->device(i), w.c_str());
 		});
-		for (auto &b : bad)
-			if (!b.empty()) {
-				*why = b;
-				return false;
-			}
-		return true;
+		return first_failure(bad, why);
 	}
 	void teardown() override
 	{
@@ -640,15 +502,20 @@ public:
 	}
 
 private:
+	bufmgr::cuda::LanePart part(std::uint64_t bytes, std::size_t lane) const
+	{
+		return bufmgr::cuda::lane_part(bytes, lanes_->size(), lane, 4);
+	}
+
 	Env &env_;
-	std::unique_ptr<Lanes> lanes_;
+	std::unique_ptr<bufmgr::cuda::GpuLanes> lanes_;
 	std::vector<void *> host_;
 	std::vector<DeviceMem> dev_;
 };
 
-// fi (fi-db<S>, fi-pb<S>x<N>) over several GPUs: each lane drives its own pipeline (its DMA
-// buffers registered with its GPU, bufmgr::cuda::FpgaToGpu) for its part of every transfer.
-// One board fans out to all lanes (their reads interleave on its C2H channel), or with
+// fi (fi-db<S>, fi-pb<S>x<N>) over several GPUs: bufmgr::cuda::FpgaToGpus, each lane with its
+// own pipeline (its DMA buffers registered with its GPU) for its part of every transfer. One
+// board fans out to all lanes (their reads interleave on its C2H channel), or with
 // --board-per-gpu each lane has a board of its own.
 class MultiPipeMode : public Mode {
 public:
@@ -669,43 +536,38 @@ public:
 	}
 	void setup(std::uint64_t max_bytes) override
 	{
-		lanes_ = std::make_unique<Lanes>(gpus_for(env_));
-		const std::size_t n = lanes_->size();
+		const std::vector<int> gpus = gpus_for(env_);
 		env_.route(MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER);
 		env_.board().setPatternRate(0);
-		lane_.clear();
-		lane_.resize(n);
-		lanes_->run([&](std::size_t i) {
-			Lane &l = lane_[i];
+		boards_.clear();
+		boards_.resize(gpus.size());
+		// made on each lane's thread: a board of its own starts its threads near its GPU
+		auto board_side = [this](std::size_t i) {
+			mprace::Board *b = &env_.board();
+			mprace::DMAEngine *e = &env_.engine();
 			if (env_.board_per_gpu() && i > 0) {
-				auto [b, e] = env_.open_another_board();
-				l.own_board = std::move(b);
-				l.own_engine = std::move(e);
-				l.own_board->setTestRouting(mprace::C2HSource::Pattern, mprace::H2CSink::Checker);
-				l.own_board->setPatternRate(0);
+				boards_[i] = env_.open_another_board();
+				b = boards_[i].first.get();
+				e = boards_[i].second.get();
+				b->setTestRouting(mprace::C2HSource::Pattern, mprace::H2CSink::Checker);
+				b->setPatternRate(0);
 			}
-			l.board = l.own_board ? l.own_board.get() : &env_.board();
-			mprace::DMAEngine &e = l.own_engine ? *l.own_engine : env_.engine();
-			bufmgr::cuda::CudaOptions o;
-			o.device = lanes_->gpu(i);
-			l.relay = std::make_unique<bufmgr::cuda::FpgaToGpu<bufmgr::MpraceTransfer>>(
-				bufmgr::MpraceTransfer(*l.board, e, bufmgr::MemoryKind::user), count_, size_, o);
-			const std::uint64_t most = part_of(max_bytes, n, 0, MP_ENGINE_GRANULE).second;
-			l.dev = DeviceMem(most ? most : 4);
-		});
+			return bufmgr::MpraceTransfer(*b, *e, bufmgr::MemoryKind::user);
+		};
+		pipes_ = std::make_unique<Pipes>(gpus, board_side, count_, size_);
+		dev_.resize(gpus.size());
+		const std::size_t most = std::max<std::size_t>(pipes_->part(max_bytes, 0).length, 4);
+		pipes_->on_lanes([&](std::size_t i) { dev_[i] = DeviceMem(most); });
 	}
 	void transfer(std::uint64_t bytes) override
 	{
-		lanes_->run([&](std::size_t i) {
-			const std::uint64_t len = part_of(bytes, lanes_->size(), i, MP_ENGINE_GRANULE).second;
-			if (!len)
-				return;
-			std::size_t got = lane_[i].relay->transfer(lane_[i].dev.get(), len);
-			if (got != len)
-				throw std::runtime_error(strprintf("%s: GPU %d got %zu of %llu bytes", s_.canonical.c_str(),
-								   lanes_->gpu(i), got,
-								   static_cast<unsigned long long>(len)));
-		});
+		std::vector<void *> dst(dev_.size());
+		for (std::size_t i = 0; i < dev_.size(); ++i)
+			dst[i] = dev_[i].get();
+		std::size_t got = pipes_->transfer(dst, bytes);
+		if (got != bytes)
+			throw std::runtime_error(strprintf("%s: the GPUs got %zu of %llu bytes", s_.canonical.c_str(), got,
+							   static_cast<unsigned long long>(bytes)));
 	}
 	bool can_verify() const override { return true; }
 	// Every board's pattern generator starts at the same seed. With a board per GPU, each GPU
@@ -716,61 +578,38 @@ public:
 	bool verify(std::uint64_t bytes, std::string *why) override
 	{
 		const std::uint32_t seed = next_seed();
-		for (auto &l : lane_)
-			if (l.own_board)
-				l.own_board->setPatternSeed(seed);
+		for (auto &b : boards_)
+			if (b.first)
+				b.first->setPatternSeed(seed);
 		env_.board().setPatternSeed(seed);
-		lanes_->run([&](std::size_t i) {
-			const std::uint64_t len = part_of(bytes, lanes_->size(), i, MP_ENGINE_GRANULE).second;
-			cuda_check(cudaMemset(lane_[i].dev.get(), 0xff, len ? len : 4), "cudaMemset");
+		pipes_->on_lanes([&](std::size_t i) {
+			const std::size_t len = pipes_->part(bytes, i).length;
+			cuda_check(cudaMemset(dev_[i].get(), 0xff, len ? len : 4), "cudaMemset");
 		});
 		transfer(bytes);
-		std::vector<std::string> bad(lanes_->size());
-		std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> runs(lanes_->size());
-		lanes_->run([&](std::size_t i) {
-			const std::uint64_t len = part_of(bytes, lanes_->size(), i, MP_ENGINE_GRANULE).second;
+		std::vector<std::string> bad(dev_.size());
+		std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> runs(dev_.size());
+		pipes_->on_lanes([&](std::size_t i) {
+			const std::size_t len = pipes_->part(bytes, i).length;
 			std::string w;
-			if (env_.board_per_gpu()) {
-				if (!gpu_check(lane_[i].dev.get(), len, seed, &w))
-					bad[i] = strprintf("GPU %d: %s", lanes_->gpu(i), w.c_str());
-			} else if (!stream_runs(lane_[i].dev.get(), len, seed, &runs[i], &w)) {
-				bad[i] = strprintf("GPU %d: %s", lanes_->gpu(i), w.c_str());
-			}
+			bool ok = env_.board_per_gpu() ? gpu_check(dev_[i].get(), len, seed, &w)
+						       : stream_runs(dev_[i].get(), len, seed, &runs[i], &w);
+			if (!ok)
+				bad[i] = strprintf("GPU %d: %s", pipes_->device(i), w.c_str());
 		});
-		for (auto &b : bad)
-			if (!b.empty()) {
-				*why = b;
-				return false;
-			}
-		return env_.board_per_gpu() || tiles_stream(runs, bytes / 4, why);
+		return first_failure(bad, why) && (env_.board_per_gpu() || tiles_stream(runs, bytes / 4, why));
 	}
 	void teardown() override
 	{
-		if (lanes_)
-			lanes_->run([&](std::size_t i) { lane_[i] = Lane(); });
-		lanes_.reset();
-		lane_.clear();
+		if (pipes_)
+			pipes_->on_lanes([&](std::size_t i) { dev_[i] = DeviceMem(); });
+		pipes_.reset(); // the pipelines before the boards they read
+		dev_.clear();
+		boards_.clear();
 	}
 
 private:
-	struct Lane {
-		std::unique_ptr<mprace::Board> own_board;     // --board-per-gpu, lanes 1..n-1
-		std::unique_ptr<mprace::DMAEngine> own_engine;
-		mprace::Board *board = nullptr;
-		DeviceMem dev;
-		std::unique_ptr<bufmgr::cuda::FpgaToGpu<bufmgr::MpraceTransfer>> relay;
-		Lane() = default;
-		Lane(Lane &&) = default;
-		Lane &operator=(Lane &&o) noexcept
-		{
-			relay = std::move(o.relay); // the pipeline before its engine and board
-			dev = std::move(o.dev);
-			own_engine = std::move(o.own_engine);
-			own_board = std::move(o.own_board);
-			board = o.board;
-			return *this;
-		}
-	};
+	using Pipes = bufmgr::cuda::FpgaToGpus<bufmgr::MpraceTransfer>;
 
 	// The runs of contiguous pattern in `bytes` of GPU memory as (stream word, words); false
 	// with *why if there are more than a check can hold.
@@ -841,8 +680,10 @@ private:
 	Env &env_;
 	unsigned count_;
 	std::size_t size_;
-	std::unique_ptr<Lanes> lanes_;
-	std::vector<Lane> lane_;
+	// --board-per-gpu: lanes 1..n-1's boards (lane 0 reads env_'s)
+	std::vector<std::pair<std::unique_ptr<mprace::Board>, std::unique_ptr<mprace::DMAEngine>>> boards_;
+	std::unique_ptr<Pipes> pipes_;
+	std::vector<DeviceMem> dev_;
 };
 
 // ------------------------------------------------ fr, gr: board <-> GPU memory directly
