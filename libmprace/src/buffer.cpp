@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 // mprace::DMABuffer, the SG splitter and the descriptor ring (DMADescriptorList).
+#include <atomic>
 #include <cstring>
 
 #include "internal.hpp"
@@ -266,13 +267,17 @@ static inline std::uint64_t *recordWord(mp_hw_desc *d) noexcept
 void DMADescriptor::set(std::uint64_t bus_addr, std::uint32_t len, std::uint32_t ctrl,
 			std::uint64_t cookie) noexcept
 {
+	// The record first: a reader that polls the ring on its own (a resident GPU block,
+	// bufmgr/cuda_resident.cuh) must never see the new descriptor's cookie beside the record
+	// of the slot's previous descriptor.
+	clearRecord();
+	std::atomic_thread_fence(std::memory_order_release);
 	d_->addr_lo = static_cast<std::uint32_t>(bus_addr);
 	d_->addr_hi = static_cast<std::uint32_t>(bus_addr >> 32);
 	d_->len = len;
 	d_->ctrl = ctrl;
 	d_->sw_cookie_lo = static_cast<std::uint32_t>(cookie);
 	d_->sw_cookie_hi = static_cast<std::uint32_t>(cookie >> 32);
-	clearRecord();
 }
 
 void DMADescriptor::setControl(std::uint32_t ctrl) noexcept { d_->ctrl = ctrl; }

@@ -46,6 +46,9 @@ const std::vector<ModeInfo> &mode_table()
 		{"fr", "FR", "board -> GPU memory directly: CUDA's dma-buf imported by the board (peer-to-peer)", true},
 		{"gr", "GR", "GPU memory -> board directly (peer-to-peer)", true},
 		{"fi...:i16f gi...:i16f", "", "fi/gi converting int16 on the board <-> float on the GPU, on the GPU", true},
+		{"ri ri-copy", "", "board -> host -> a resident GPU block that polls the completion records and checks each chunk (in place over the bus, or copied into GPU memory first); 8 buffers in flight", true},
+		{"lat-ri lat-ri-copy", "", "the same one chunk at a time, each chunk's round trip (submit -> the block's done seen by the host): p50/p99/p99.9/max", true},
+		{"lat-fi", "", "fi one chunk at a time (the copy engine), each chunk's round trip: the reference for lat-ri", true},
 	};
 	return t;
 }
@@ -160,9 +163,11 @@ ModeSpec parse_mode(const std::string &name)
 	} else if (n == "hg" || n == "gh" || n == "fi-serial" || n == "gi-serial" || n == "fi" || n == "gi") {
 		s.family = Family::Gpu;
 		s.gpu = n;
-	} else if (n == "fr" || n == "gr") {
+	} else if (n == "fr" || n == "gr" || n == "ri" || n == "ri-copy" || n == "lat-ri" || n == "lat-ri-copy" ||
+		   n == "lat-fi") {
 		s.family = Family::Gpu;
 		s.gpu = n;
+		s.latency = n.compare(0, 4, "lat-") == 0;
 	} else if ((n.compare(0, 3, "fi-") == 0 || n.compare(0, 3, "gi-") == 0 || n.compare(0, 3, "fi:") == 0 ||
 		    n.compare(0, 3, "gi:") == 0) && n.find("-serial") == std::string::npos) {
 		s.family = Family::Gpu;

@@ -23,6 +23,7 @@
 #include "bufmgr/cuda.hpp"
 #include "bufmgr/cuda_direct.hpp"
 #include "bufmgr/cuda_multi.hpp"
+#include "bufmgr/cuda_resident.cuh"
 #include "bufmgr/cuda_transform.cuh"
 #include "bufmgr/mprace_transfer.hpp"
 #include "modes_impl.hpp"
@@ -686,6 +687,178 @@ private:
 	std::vector<DeviceMem> dev_;
 };
 
+// ----------------------------------- ri, lat-ri: the resident receive path; lat-fi for reference
+
+// What ri's resident block does with each chunk: every word against the pattern (the board's seed,
+// the chunk's place in the stream), read in place over the bus or from the block's copy in GPU
+// memory; mismatches are counted into host memory.
+struct PatternConsumer {
+	std::uint32_t seed;
+	unsigned long long *errors; // device pointer of a mapped host counter
+
+	__device__ void operator()(const bufmgr::cuda::ResidentChunk &c) const
+	{
+		const std::uint64_t first = c.stream_offset / 4;
+		unsigned long long bad = 0;
+		const std::size_t quads = c.bytes / 16;
+		const uint4 *v = static_cast<const uint4 *>(c.gpu ? c.gpu : c.host);
+		const std::size_t step = blockDim.x;
+		std::size_t i = threadIdx.x;
+		if (c.gpu) {
+			for (; i < quads; i += step)
+				bad += bad_words(v[i], first + 4 * i);
+		} else { // over the bus: 4 loads in flight per thread
+			for (; i + 3 * step < quads; i += 4 * step) {
+				const uint4 a = bufmgr::cuda::load_landed(v + i), b = bufmgr::cuda::load_landed(v + i + step),
+					    e = bufmgr::cuda::load_landed(v + i + 2 * step),
+					    f = bufmgr::cuda::load_landed(v + i + 3 * step);
+				bad += bad_words(a, first + 4 * i) + bad_words(b, first + 4 * (i + step)) +
+				       bad_words(e, first + 4 * (i + 2 * step)) + bad_words(f, first + 4 * (i + 3 * step));
+			}
+			for (; i < quads; i += step)
+				bad += bad_words(bufmgr::cuda::load_landed(v + i), first + 4 * i);
+		}
+		const unsigned int *w = static_cast<const unsigned int *>(c.gpu ? c.gpu : c.host);
+		for (std::size_t i = quads * 4 + threadIdx.x; i < c.bytes / 4; i += blockDim.x)
+			bad += bufmgr::cuda::load_landed(w + i) != mp_pattern_word(seed, first + i);
+		if (bad)
+			atomicAdd(errors, bad);
+	}
+	__device__ unsigned int bad_words(uint4 x, std::uint64_t n) const
+	{
+		return (x.x != mp_pattern_word(seed, n)) + (x.y != mp_pattern_word(seed, n + 1)) +
+		       (x.z != mp_pattern_word(seed, n + 2)) + (x.w != mp_pattern_word(seed, n + 3));
+	}
+};
+
+class ResidentMode : public Mode {
+public:
+	ResidentMode(const ModeSpec &s, Env &env)
+		: s_(s), env_(env), copy_(s.gpu.find("copy") != std::string::npos) {}
+	~ResidentMode() override { teardown(); }
+	std::string name() const override { return s_.canonical; }
+	std::string direction() const override { return "c2g"; }
+	std::string description() const override
+	{
+		return strprintf("board -> host -> a resident GPU block polling the completion records, each chunk's "
+				 "pattern checked %s%s",
+				 copy_ ? "after the block copied it into GPU memory" : "in place over the bus",
+				 s_.latency ? "; one chunk at a time, submit -> the block's done seen by the host"
+					    : strprintf("; %u buffers in flight", kBuffers).c_str());
+	}
+	std::string auto_reference() const override { return s_.latency ? "lat-fi" : "c2h-umem"; }
+	std::uint64_t granule() const override { return MP_ENGINE_GRANULE; }
+	bool can_verify() const override { return true; }
+	void setup(std::uint64_t max_bytes) override
+	{
+		require_gpu();
+		mprace::Board &b = env_.board();
+		mprace::DMAEngine &e = env_.engine();
+		env_.route(MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER);
+		b.setPatternRate(0);
+		seed_ = next_seed();
+		b.setPatternSeed(seed_); // one stream for the mode's life: chunk k holds its next bytes
+		void *p = nullptr;
+		cuda_check(cudaHostAlloc(&p, sizeof(*errors_), cudaHostAllocMapped), "cudaHostAlloc");
+		errors_ = static_cast<volatile unsigned long long *>(p);
+		*errors_ = 0;
+		unsigned long long *dev = nullptr;
+		cuda_check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&dev), const_cast<unsigned long long *>(errors_), 0),
+			   "cudaHostGetDevicePointer");
+		bufmgr::cuda::ResidentOptions o;
+		o.copy = copy_;
+		rx_ = std::make_unique<bufmgr::cuda::ResidentReceiver<PatternConsumer>>(
+			b, e, s_.latency ? 1 : kBuffers, std::max<std::uint64_t>(max_bytes, 4), PatternConsumer{seed_, dev}, o);
+	}
+	void transfer(std::uint64_t bytes) override
+	{
+		const double t0 = env_.now_s();
+		rx_->run(1, bytes);
+		if (s_.latency)
+			latency_us_.push_back((env_.now_s() - t0) * 1e6);
+	}
+	void run(std::uint64_t bytes, std::uint64_t n) override
+	{
+		if (s_.latency)
+			Mode::run(bytes, n);
+		else
+			rx_->run(n, bytes);
+	}
+	std::vector<double> take_latencies() override { return std::exchange(latency_us_, {}); }
+	bool verify(std::uint64_t bytes, std::string *why) override
+	{
+		// the block checks every chunk; a verified size is one more chunk with the count read
+		const unsigned long long before = *errors_;
+		transfer(bytes);
+		if (*errors_ == 0)
+			return true;
+		*why = strprintf("%llu words differ from the pattern (counted by the resident block; %llu in this chunk)",
+				 static_cast<unsigned long long>(*errors_), static_cast<unsigned long long>(*errors_ - before));
+		return false;
+	}
+	void teardown() override
+	{
+		rx_.reset(); // stops the block
+		if (errors_)
+			cudaFreeHost(const_cast<unsigned long long *>(errors_));
+		errors_ = nullptr;
+	}
+
+	static constexpr unsigned kBuffers = 8;
+
+private:
+	ModeSpec s_;
+	Env &env_;
+	bool copy_;
+	std::uint32_t seed_ = 0;
+	volatile unsigned long long *errors_ = nullptr;
+	std::unique_ptr<bufmgr::cuda::ResidentReceiver<PatternConsumer>> rx_;
+	std::vector<double> latency_us_;
+};
+
+// lat-fi: the copy-engine path one chunk at a time (bufmgr::cuda::FpgaToGpu, one chunk of
+// `bytes` per transfer), each chunk's round trip: what lat-ri is measured against.
+class CopyEngineLatencyMode : public BoardGpuMode {
+public:
+	explicit CopyEngineLatencyMode(Env &env) : BoardGpuMode(true, env) {}
+	~CopyEngineLatencyMode() override { teardown(); }
+	std::string name() const override { return "lat-fi"; }
+	std::string description() const override
+	{
+		return "board -> host -> GPU through bufmgr's CUDA stage (the copy engine), one chunk at a time, "
+		       "submit -> the chunk in GPU memory";
+	}
+	std::string auto_reference() const override { return ""; }
+	void setup(std::uint64_t max_bytes) override
+	{
+		require_gpu();
+		mprace::Board &b = env_.board();
+		env_.route(MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER);
+		b.setPatternRate(0);
+		f2g_ = std::make_unique<bufmgr::cuda::FpgaToGpu<bufmgr::MpraceTransfer>>(
+			bufmgr::MpraceTransfer(b, env_.engine(), bufmgr::MemoryKind::user), 2,
+			std::max<std::uint64_t>(max_bytes, 4));
+		dev_ = DeviceMem(std::max<std::uint64_t>(max_bytes, 4));
+	}
+	void transfer(std::uint64_t bytes) override
+	{
+		const double t0 = env_.now_s();
+		if (f2g_->transfer(dev_.get(), bytes) != bytes)
+			throw std::runtime_error("lat-fi: a short transfer");
+		latency_us_.push_back((env_.now_s() - t0) * 1e6);
+	}
+	std::vector<double> take_latencies() override { return std::exchange(latency_us_, {}); }
+	void teardown() override
+	{
+		f2g_.reset();
+		dev_ = DeviceMem();
+	}
+
+private:
+	std::unique_ptr<bufmgr::cuda::FpgaToGpu<bufmgr::MpraceTransfer>> f2g_;
+	std::vector<double> latency_us_;
+};
+
 // ------------------------------------------------ fr, gr: board <-> GPU memory directly
 
 class DirectMode : public BoardGpuMode {
@@ -760,6 +933,10 @@ std::unique_ptr<Mode> make_gpu_mode(const ModeSpec &s, Env &env)
 		return std::make_unique<SerialMode>(s.gpu == "fi-serial", env);
 	if (s.gpu == "fr" || s.gpu == "gr")
 		return std::make_unique<DirectMode>(s.gpu == "fr", env);
+	if (s.gpu == "lat-fi")
+		return std::make_unique<CopyEngineLatencyMode>(env);
+	if (s.gpu.find("ri") != std::string::npos)
+		return std::make_unique<ResidentMode>(s, env);
 	return std::make_unique<PipeMode>(s, env);
 }
 

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0
+// The resident receive path (bufmgr/cuda_resident.cuh) on a real GPU with the virtual board: every
+// word of every chunk checked by the resident block (in place and copied), chunks of one and of
+// many descriptors, a ring much smaller than the stream (it wraps hundreds of times), stop while
+// the block waits, a new receiver after a stopped one, bad arguments. Exits 77 without a GPU.
+// Built by nvcc (the receiver holds a kernel).
+#include <cerrno>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "bufmgr/cuda.hpp"
+#include "bufmgr/cuda_resident.cuh"
+#include "gpu_test.hpp"
+#include "mprace-spec/pattern.h"
+#include "vboard/vboard.h"
+
+using namespace bufmgr;
+using gputest::report;
+using gputest::thrown;
+
+static constexpr std::size_t KiB = 1024;
+
+// Counts the words of each chunk that differ from the pattern (the board's seed, the chunk's
+// place in the stream), and the chunks seen.
+struct Check {
+	std::uint32_t seed;
+	unsigned long long *bad;
+	unsigned long long *chunks;
+	__device__ void operator()(const cuda::ResidentChunk &c) const
+	{
+		const unsigned int *w = static_cast<const unsigned int *>(c.gpu ? c.gpu : c.host);
+		unsigned long long n = 0;
+		for (std::size_t i = threadIdx.x; i < c.bytes / 4; i += blockDim.x)
+			n += (c.gpu ? w[i] : cuda::load_landed(w + i)) != mp_pattern_word(seed, c.stream_offset / 4 + i);
+		if (n)
+			atomicAdd(bad, n);
+		if (threadIdx.x == 0)
+			atomicAdd(chunks, 1ull);
+	}
+};
+
+// Two counters in mapped host memory.
+struct Counters {
+	unsigned long long *host = nullptr, *dev = nullptr;
+	Counters()
+	{
+		cuda::check(cudaHostAlloc(reinterpret_cast<void **>(&host), 2 * sizeof(*host), cudaHostAllocMapped), "cudaHostAlloc");
+		host[0] = host[1] = 0;
+		cuda::check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&dev), host, 0), "cudaHostGetDevicePointer");
+	}
+	~Counters() { cudaFreeHost(host); }
+	unsigned long long bad() const { return reinterpret_cast<volatile unsigned long long *>(host)[0]; }
+	unsigned long long chunks() const { return reinterpret_cast<volatile unsigned long long *>(host)[1]; }
+};
+
+struct Rig {
+	mprace::Board board;
+	mprace::DMAEngine engine;
+	Rig(const char *name, std::uint32_t ring) : board(name), engine(board, options(ring))
+	{
+		board.setTestRouting(mprace::C2HSource::Pattern, mprace::H2CSink::Checker);
+		board.setPatternRate(0);
+	}
+	static mprace::EngineOptions options(std::uint32_t ring)
+	{
+		mprace::EngineOptions o;
+		o.ringEntries = ring;
+		return o;
+	}
+};
+
+int main()
+{
+	if (cuda::device_count() == 0) {
+		std::printf("# no GPU (cudaGetDeviceCount failed or returned 0): skipped\n");
+		return 77;
+	}
+	vboard_register();
+
+	for (bool copy : {false, true}) {
+		const std::string how = copy ? "copied into GPU memory" : "in place";
+		gputest::run("every word of every chunk, " + how + ", chunks of 4 KiB, 64 KiB and 12 KiB + 4", [&] {
+			Rig r("emu:link=gen3x8", 64);
+			Counters k;
+			r.board.setPatternSeed(0x4400);
+			cuda::ResidentOptions o;
+			o.copy = copy;
+			cuda::ResidentReceiver<Check> rx(r.board, r.engine, 4, 64 * KiB, Check{0x4400, k.dev, k.dev + 1}, o);
+			rx.run(1000, 4 * KiB);     // the 64-entry ring wraps many times
+			rx.run(300, 64 * KiB);     // larger chunks (a descriptor per bus segment)
+			rx.run(7, 12 * KiB + 4);   // not a whole page
+			report(rx.consumed() == 1307 && k.chunks() == 1307, how + ": 1307 chunks consumed",
+			       "consumed %llu, seen %llu", static_cast<unsigned long long>(rx.consumed()), k.chunks());
+			report(k.bad() == 0, how + ": every word as the pattern says", "%llu words differ", k.bad());
+		});
+	}
+
+	gputest::run("a corrupted stream is seen: the check can fail", [&] {
+		Rig r("emu:link=gen3x8", 64);
+		Counters k;
+		r.board.setPatternSeed(0x4400);
+		// the consumer expects another seed: every word must count as wrong
+		cuda::ResidentReceiver<Check> rx(r.board, r.engine, 2, 4 * KiB, Check{0x9999, k.dev, k.dev + 1});
+		rx.run(3, 4 * KiB);
+		report(k.bad() == 3 * 1024, "3 chunks of wrong data: 3072 words counted", "%llu", k.bad());
+	});
+
+	gputest::run("stop while the block waits; a new receiver afterwards", [&] {
+		Rig r("emu:link=gen3x8", 64);
+		Counters k;
+		r.board.setPatternSeed(0x100);
+		{
+			cuda::ResidentReceiver<Check> rx(r.board, r.engine, 2, 4 * KiB, Check{0x100, k.dev, k.dev + 1});
+			rx.run(10, 4 * KiB);
+			const auto t0 = std::chrono::steady_clock::now();
+			rx.stop(); // nothing posted: the block is polling
+			const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+			report(ms < 100, "stop() returns at once", "%.1f ms", ms);
+			auto e = thrown([&] { rx.run(1, 4 * KiB); });
+			report(e.err == EINVAL, "run() after stop(): EINVAL", "errno %d: %s", e.err, e.what.c_str());
+		}
+		// the stream went on at word 10 * 1024; a new receiver counts from 0, so reseed
+		r.board.setPatternSeed(0x200);
+		Counters k2;
+		cuda::ResidentReceiver<Check> rx2(r.board, r.engine, 2, 4 * KiB, Check{0x200, k2.dev, k2.dev + 1});
+		rx2.run(50, 4 * KiB);
+		report(k2.chunks() == 50 && k2.bad() == 0, "the next receiver on the same engine: 50 chunks, data right",
+		       "%llu chunks, %llu bad", k2.chunks(), k2.bad());
+	});
+
+	gputest::run("bad arguments", [&] {
+		Rig r("emu:link=gen3x8", 64);
+		Counters k;
+		Check c{0, k.dev, k.dev + 1};
+		report(thrown([&] { cuda::ResidentReceiver<Check> rx(r.board, r.engine, 0, 4 * KiB, c); }).err == EINVAL,
+		       "no buffer: EINVAL");
+		report(thrown([&] { cuda::ResidentReceiver<Check> rx(r.board, r.engine, 2, 4 * KiB + 2, c); }).err == EINVAL,
+		       "a buffer size not a multiple of 4: EINVAL");
+		cuda::ResidentOptions o;
+		o.threads = 48;
+		report(thrown([&] { cuda::ResidentReceiver<Check> rx(r.board, r.engine, 2, 4 * KiB, c, o); }).err == EINVAL,
+		       "48 threads: EINVAL");
+		cuda::ResidentReceiver<Check> rx(r.board, r.engine, 2, 4 * KiB, c);
+		report(thrown([&] { rx.run(1, 8 * KiB); }).err == EINVAL, "a chunk larger than a buffer: EINVAL");
+		report(thrown([&] { rx.run(1, 6); }).err == EINVAL, "a chunk not a multiple of 4: EINVAL");
+	});
+	return gputest::finish();
+}
