@@ -16,6 +16,7 @@
 #include "bufmgr/cuda_multi.hpp"
 #include "bufmgr/mprace_transfer.hpp"
 #include "gpu_pattern.h"
+#include "board_rig.hpp"
 #include "gpu_test.hpp"
 #include "vboard/vboard.h"
 
@@ -24,16 +25,6 @@ using gputest::report;
 using gputest::thrown;
 
 static constexpr std::size_t KiB = 1024, MiB = 1024 * 1024;
-
-struct Rig {
-	mprace::Board board;
-	mprace::DMAEngine engine;
-	explicit Rig(const char *name) : board(name), engine(board)
-	{
-		board.setTestRouting(mprace::C2HSource::Pattern, mprace::H2CSink::Checker);
-	}
-	MpraceTransfer user() { return MpraceTransfer(board, engine, MemoryKind::user); }
-};
 
 // Lane i's part, read back from its GPU.
 static std::vector<std::uint32_t> read_back(const cuda::DeviceBuffer &d, std::size_t bytes)

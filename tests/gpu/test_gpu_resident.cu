@@ -11,6 +11,7 @@
 
 #include "bufmgr/cuda.hpp"
 #include "bufmgr/cuda_resident.cuh"
+#include "board_rig.hpp"
 #include "gpu_test.hpp"
 #include "mprace-spec/pattern.h"
 #include "vboard/vboard.h"
@@ -52,22 +53,6 @@ struct Counters {
 	~Counters() { cudaFreeHost(host); }
 	unsigned long long bad() const { return reinterpret_cast<volatile unsigned long long *>(host)[0]; }
 	unsigned long long chunks() const { return reinterpret_cast<volatile unsigned long long *>(host)[1]; }
-};
-
-struct Rig {
-	mprace::Board board;
-	mprace::DMAEngine engine;
-	Rig(const char *name, std::uint32_t ring) : board(name), engine(board, options(ring))
-	{
-		board.setTestRouting(mprace::C2HSource::Pattern, mprace::H2CSink::Checker);
-		board.setPatternRate(0);
-	}
-	static mprace::EngineOptions options(std::uint32_t ring)
-	{
-		mprace::EngineOptions o;
-		o.ringEntries = ring;
-		return o;
-	}
 };
 
 int main()

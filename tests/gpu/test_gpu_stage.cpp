@@ -16,6 +16,7 @@
 #include "bufmgr/cuda.hpp"
 #include "bufmgr/mprace_transfer.hpp"
 #include "gpu_pattern.h"
+#include "board_rig.hpp"
 #include "gpu_test.hpp"
 #include "vboard/vboard.h"
 
@@ -53,16 +54,6 @@ static cuda::DeviceBuffer gpu_buffer(std::size_t bytes)
 	cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 	return d;
 }
-
-struct Rig {
-	mprace::Board board;
-	mprace::DMAEngine engine;
-	explicit Rig(const char *name) : board(name), engine(board)
-	{
-		board.setTestRouting(mprace::C2HSource::Pattern, mprace::H2CSink::Checker);
-	}
-	MpraceTransfer user() { return MpraceTransfer(board, engine, MemoryKind::user); }
-};
 
 int main()
 {

@@ -223,6 +223,16 @@ private:
 	DeviceMem dev_;
 };
 
+// The board with its pattern generator feeding C2H at full speed and its checker on H2C: what
+// the modes that carry the board's pattern to and from GPUs start from.
+mprace::Board &pattern_board(Env &env)
+{
+	env.route(MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER);
+	mprace::Board &b = env.board();
+	b.setPatternRate(0);
+	return b;
+}
+
 // -------------------------------------------------- fi-serial, gi-serial: DMA then copy
 
 // User memory (anonymous, pinned by the driver for the board and registered with CUDA for the
@@ -372,10 +382,8 @@ public:
 	void setup(std::uint64_t max_bytes) override
 	{
 		require_gpu();
-		mprace::Board &b = env_.board();
+		mprace::Board &b = pattern_board(env_);
 		mprace::DMAEngine &e = env_.engine();
-		env_.route(MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER);
-		b.setPatternRate(0);
 		bufmgr::MpraceTransfer board_side(b, e, bufmgr::MemoryKind::user);
 		bufmgr::cuda::CudaOptions o;
 		const auto path = env_.gpu_convert_kernel() ? bufmgr::cuda::GpuConvertPath::copy_then_kernel
@@ -538,8 +546,7 @@ public:
 	void setup(std::uint64_t max_bytes) override
 	{
 		const std::vector<int> gpus = gpus_for(env_);
-		env_.route(MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER);
-		env_.board().setPatternRate(0);
+		pattern_board(env_);
 		boards_.clear();
 		boards_.resize(gpus.size());
 		// made on each lane's thread: a board of its own starts its threads near its GPU
@@ -752,10 +759,8 @@ public:
 	void setup(std::uint64_t max_bytes) override
 	{
 		require_gpu();
-		mprace::Board &b = env_.board();
+		mprace::Board &b = pattern_board(env_);
 		mprace::DMAEngine &e = env_.engine();
-		env_.route(MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER);
-		b.setPatternRate(0);
 		seed_ = next_seed();
 		b.setPatternSeed(seed_); // one stream for the mode's life: chunk k holds its next bytes
 		void *p = nullptr;
@@ -832,9 +837,7 @@ public:
 	void setup(std::uint64_t max_bytes) override
 	{
 		require_gpu();
-		mprace::Board &b = env_.board();
-		env_.route(MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER);
-		b.setPatternRate(0);
+		mprace::Board &b = pattern_board(env_);
 		f2g_ = std::make_unique<bufmgr::cuda::FpgaToGpu<bufmgr::MpraceTransfer>>(
 			bufmgr::MpraceTransfer(b, env_.engine(), bufmgr::MemoryKind::user), 2,
 			std::max<std::uint64_t>(max_bytes, 4));
@@ -877,8 +880,7 @@ public:
 		if (!bufmgr::cuda::dmabuf_export_supported())
 			throw Unavailable("this GPU or its driver does not export memory as dma-bufs "
 					  "(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0); use fi/gi");
-		env_.route(MP_C2H_SOURCE_PATTERN, MP_H2C_SINK_CHECKER);
-		env_.board().setPatternRate(0);
+		pattern_board(env_);
 		// whole 2 MiB pages: what cuMemGetHandleForAddressRange needs, and cudaMalloc gives
 		const std::uint64_t size = (max_bytes + (2u << 20) - 1) & ~std::uint64_t((2u << 20) - 1);
 		dev_ = DeviceMem(size);
