@@ -73,8 +73,11 @@ def dmabench(exe: str, device: str, modes: str, sizes: str, seconds: float) -> d
     """{(mode, bytes): (MB/s, p50 µs or None)} from one dmabench run."""
     with tempfile.TemporaryDirectory() as tmp:
         prefix = os.path.join(tmp, "run")
+        # dmabench on the CPUs this process may use, as Python runs: without --cpus, on a small
+        # host it would put itself and the virtual board on one CPU (docs/dmabench.md)
+        cpus = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
         r = subprocess.run([exe, "-d", device, "-m", modes, "-s", sizes, "-t", str(seconds), "-r", "3",
-                            "-o", prefix], capture_output=True, text=True)
+                            "--cpus", cpus, "-o", prefix], capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"mprace.bench: {exe} failed:\n{r.stderr}")
         out = {}
