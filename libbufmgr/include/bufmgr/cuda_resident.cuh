@@ -269,8 +269,10 @@ __global__ void resident_kernel(ResidentShared *sh, const mp_hw_desc *ring, unsi
 } // namespace detail
 
 // Policies: Consumer (above). Requirements: the receiver is the only user of the engine's C2H
-// channel while it runs (it matches records by where they end and by their cookies); the board
-// is routed to the source it should read. The ring's memory and the DMA buffers must be
+// channel while it runs (it matches records by where they end and by their cookies), and the
+// channel has not been recovered (an error or abort restarts the numbering from 0; the receiver
+// then finds nothing and run() fails with ETIMEDOUT: open a new DMAEngine); the board is routed
+// to the source it should read. The ring's memory and the DMA buffers must be
 // registrable with CUDA: the virtual board's are process memory; on real hardware the ring is
 // pcidriver kernel memory (a dma_mmap_coherent mapping), which needs cudaHostRegisterIoMemory
 // (tried when the plain registration fails; not tested on a real board yet).
