@@ -30,6 +30,7 @@ std::unique_ptr<Mode> make_mode(const std::string &canonical, Env &env)
 	case Family::Ops: return make_ops_mode(s, env);
 	case Family::BufMgr: return make_bufmgr_mode(s, env);
 	case Family::Gpu: return make_gpu_mode(s, env);
+	case Family::Net: return make_net_mode(s, env);
 	}
 	throw BadMode("unknown mode '" + canonical + "'");
 }

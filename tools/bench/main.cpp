@@ -69,6 +69,7 @@ void usage(std::FILE *f)
 "  lat-c2h lat-h2c     raw DMA, each transfer's round trip: p50/p99/p99.9/max (latency CSV)\n"
 "  memcpy              host memcpy, a reference that needs no board\n"
 "  memcpy-mt[N]        the same on N threads (default --copy-threads): the host's copy limit\n"
+"  net net-pb<S>x<N>   board -> host -> network to --net-to's receivers (UCX builds)\n"
 "  hg gh fi fi-serial gi gi-serial fr gr\n"
 "                                     GPU paths (CUDA builds; thesis HG, GH, FI, GI, FR, GR)\n"
 "  default: %s\n"
@@ -105,6 +106,11 @@ void usage(std::FILE *f)
 "      --board-per-gpu    with --gpus, fi: every GPU fed by its own board (the device opened\n"
 "                         once per GPU; each emu: is a board of its own) instead of one board\n"
 "                         fanning out to all\n"
+"      --net-to LIST      net modes: the receivers (mprace-recv), HOST:PORT[,HOST:PORT...];\n"
+"                         whole chunks go to them in turn (round-robin)\n"
+"      --net-source N     net modes: this sender's id in every chunk header (default 0)\n"
+"      --net-seed N       net modes: the seed of the board's counter pattern, which the\n"
+"                         receivers check (default 0, as mprace-recv's --seed)\n"
 "      --gpu-convert zero-copy|kernel  how fi/gi ...:i16f convert on the GPU: one kernel\n"
 "                         reading the host buffer (default), or a copy, then a kernel\n"
 "      --copy-threads N   threads of the buffer managers' copy and of memcpy-mt (1 to 64;\n"
@@ -225,6 +231,20 @@ void write_file(const std::string &path, F writer, std::vector<std::string> &wri
 	written.push_back(path);
 }
 
+// HOST:PORT or [V6]:PORT with a port of 1..65535 (the full check, and the name lookup, are the
+// network stage's when the mode starts).
+bool valid_endpoint(const std::string &e)
+{
+	const auto colon = e.rfind(':');
+	if (colon == std::string::npos || colon == 0 || colon + 1 == e.size() || colon + 6 < e.size())
+		return false;
+	const std::string port = e.substr(colon + 1);
+	if (port.find_first_not_of("0123456789") != std::string::npos)
+		return false;
+	const unsigned long p = std::stoul(port);
+	return p >= 1 && p <= 65535;
+}
+
 // What the command line asks for.
 struct Config {
 	std::vector<std::string> modes; // canonical names, in order
@@ -239,12 +259,15 @@ struct Config {
 	bool clock_given = false;   // --clock was given (else: board on sim:, wall elsewhere)
 	std::vector<int> gpus;      // --gpus: empty = the current GPU alone
 	bool board_per_gpu = false;
+	std::vector<std::string> net_to; // --net-to: the receivers of the net modes
+	unsigned net_source = 0;         // --net-source
+	unsigned net_seed = 0;           // --net-seed
 };
 
 // Parses and checks the command line; exits with EXIT_USAGE (or after --help) on its own.
 Config parse_command_line(int argc, char **argv)
 {
-	enum { OPT_VERIFY = 256, OPT_REF, OPT_PIO_MAX, OPT_COPY_THREADS, OPT_H2C_SINK, OPT_GPU_CONVERT, OPT_CLOCK, OPT_GPUS, OPT_BOARD_PER_GPU, OPT_PLOT, OPT_NO_PROGRESS, OPT_LIST_MODES };
+	enum { OPT_VERIFY = 256, OPT_REF, OPT_PIO_MAX, OPT_COPY_THREADS, OPT_H2C_SINK, OPT_GPU_CONVERT, OPT_CLOCK, OPT_GPUS, OPT_BOARD_PER_GPU, OPT_NET_TO, OPT_NET_SOURCE, OPT_NET_SEED, OPT_PLOT, OPT_NO_PROGRESS, OPT_LIST_MODES };
 	static const struct option longopts[] = {
 		{"modes", required_argument, nullptr, 'm'},
 		{"device", required_argument, nullptr, 'd'},
@@ -262,6 +285,9 @@ Config parse_command_line(int argc, char **argv)
 		{"clock", required_argument, nullptr, OPT_CLOCK},
 		{"gpus", required_argument, nullptr, OPT_GPUS},
 		{"board-per-gpu", no_argument, nullptr, OPT_BOARD_PER_GPU},
+		{"net-to", required_argument, nullptr, OPT_NET_TO},
+		{"net-source", required_argument, nullptr, OPT_NET_SOURCE},
+		{"net-seed", required_argument, nullptr, OPT_NET_SEED},
 		{"cpus", required_argument, nullptr, 'c'},
 		{"quick", no_argument, nullptr, 'q'},
 		{"out", required_argument, nullptr, 'o'},
@@ -343,6 +369,37 @@ Config parse_command_line(int argc, char **argv)
 					usage_error(strprintf("--gpus takes 1 to %zu GPUs", kMaxGpus));
 				break;
 			case OPT_BOARD_PER_GPU: cfg.board_per_gpu = true; break;
+			case OPT_NET_TO: {
+				cfg.net_to.clear();
+				std::string list = optarg;
+				for (std::size_t at = 0; at <= list.size();) {
+					std::size_t comma = list.find(',', at);
+					if (comma == std::string::npos)
+						comma = list.size();
+					cfg.net_to.push_back(list.substr(at, comma - at));
+					at = comma + 1;
+				}
+				for (const auto &r : cfg.net_to)
+					if (!valid_endpoint(r))
+						usage_error("--net-to takes receivers as HOST:PORT[,HOST:PORT...], not '" + r + "'");
+				break;
+			}
+			case OPT_NET_SOURCE:
+			case OPT_NET_SEED: {
+				std::uint64_t v = 0;
+				try {
+					v = tools::parse_u64(optarg, "number");
+				} catch (const std::invalid_argument &) {
+					v = UINT64_MAX;
+				}
+				const std::uint64_t most = c == OPT_NET_SOURCE ? 65535 : UINT32_MAX;
+				if (v > most)
+					usage_error(strprintf("--%s takes a number from 0 to %llu, not '%s'",
+							      c == OPT_NET_SOURCE ? "net-source" : "net-seed",
+							      static_cast<unsigned long long>(most), optarg));
+				(c == OPT_NET_SOURCE ? cfg.net_source : cfg.net_seed) = static_cast<unsigned>(v);
+				break;
+			}
 			case OPT_CLOCK:
 				if (std::strcmp(optarg, "wall") != 0 && std::strcmp(optarg, "board") != 0)
 					usage_error("--clock takes wall or board");
@@ -645,6 +702,7 @@ int main(int argc, char **argv)
 	env.set_h2c_sink_user(cfg.h2c_sink_user);
 	env.set_gpu_convert_kernel(cfg.gpu_convert_kernel);
 	env.set_gpus(cfg.gpus, cfg.board_per_gpu);
+	env.set_net(cfg.net_to, cfg.net_source, cfg.net_seed);
 	env.set_board_clock(cfg.board_clock);
 	if (cfg.board_clock) {
 		try {

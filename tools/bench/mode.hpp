@@ -139,6 +139,17 @@ public:
 		board_per_gpu_ = board_per_gpu;
 	}
 	const std::vector<int> &gpus() const { return gpus_; }
+	// --net-to / --net-source / --net-seed: the receivers of the net modes, the id in their
+	// chunk headers and the seed of the board's pattern.
+	void set_net(std::vector<std::string> to, unsigned source, unsigned seed)
+	{
+		net_to_ = std::move(to);
+		net_source_ = source;
+		net_seed_ = seed;
+	}
+	const std::vector<std::string> &net_to() const { return net_to_; }
+	unsigned net_source() const { return net_source_; }
+	unsigned net_seed() const { return net_seed_; }
 	bool board_per_gpu() const { return board_per_gpu_; }
 	// Another board on the same device, with its engine (--board-per-gpu); the caller owns it.
 	// Throws Unavailable when it cannot be opened.
@@ -157,6 +168,8 @@ private:
 	bool board_clock_ = false;
 	std::vector<int> gpus_;
 	bool board_per_gpu_ = false;
+	std::vector<std::string> net_to_;
+	unsigned net_source_ = 0, net_seed_ = 0;
 	double cycle_s_ = 0; // seconds per CYCLE tick
 };
 

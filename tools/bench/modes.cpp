@@ -49,6 +49,8 @@ const std::vector<ModeInfo> &mode_table()
 		{"ri ri-copy", "", "board -> host -> a resident GPU block that polls the completion records and checks each chunk (in place over the bus, or copied into GPU memory first); 8 buffers in flight", true},
 		{"lat-ri lat-ri-copy", "", "the same one chunk at a time, each chunk's round trip (submit -> the block's done seen by the host): p50/p99/p99.9/max", true},
 		{"lat-fi", "", "fi one chunk at a time (the copy engine), each chunk's round trip: the reference for lat-ri", true},
+		{"net", "", "board -> host -> network to the receivers of --net-to (mprace-recv), through bufmgr's network stage (UCX), 4 user-memory DMA buffers of 1 MiB", false},
+		{"net-db<S> net-pb<S>x<N>", "", "the same with two / N DMA buffers of S bytes", false},
 	};
 	return t;
 }
@@ -187,6 +189,23 @@ ModeSpec parse_mode(const std::string &name)
 		} else if (!rest.empty()) {
 			throw BadMode("unknown mode '" + name + "' (fi/gi take -serial, -db<S> or -pb<S>x<N>, and :i16f)");
 		}
+	} else if (n == "net" || n.compare(0, 4, "net-") == 0) {
+		s.family = Family::Net;
+		const std::string rest = n.substr(n.size() > 3 ? 4 : 3);
+		if (rest.empty() && n == "net") {
+			s.algo = 'p';
+			s.buf_size = 1u << 20;
+			s.buf_count = 4;
+		} else if (rest.compare(0, 2, "db") == 0) {
+			s.algo = 'd';
+			s.buf_size = mode_size(rest.substr(2), name);
+			s.buf_count = 2;
+		} else if (rest.compare(0, 2, "pb") == 0) {
+			s.algo = 'p';
+			pool_spec(rest.substr(2), name, &s.buf_size, &s.buf_count);
+		} else {
+			throw BadMode("unknown mode '" + name + "' (net takes -db<S> or -pb<S>x<N>, e.g. net-pb1Mx8)");
+		}
 	} else if (n.compare(0, 2, "cb") == 0 || n.compare(0, 2, "db") == 0 || n.compare(0, 2, "pb") == 0) {
 		s.family = Family::BufMgr;
 		s.algo = n[0];
@@ -226,6 +245,11 @@ ModeSpec parse_mode(const std::string &name)
 				       (s.algo == 'p' ? "x" + std::to_string(s.buf_count) : "");
 		if (s.samples)
 			s.canonical += ":i16f";
+		break;
+	case Family::Net:
+		s.canonical = n == "net" ? n
+					 : std::string("net-") + s.algo + "b" + format_size_short(s.buf_size) +
+						   (s.algo == 'p' ? "x" + std::to_string(s.buf_count) : "");
 		break;
 	case Family::Ops:
 		s.canonical = std::string(s.c2h ? "ops-c2h" : "ops-h2c") +

@@ -21,6 +21,7 @@ enum class Family {
 	BufMgr,    // cb, db, pb
 	Gpu,       // hg, gh, fi, fi-serial, gi, gi-serial, fr, gr and the fi-/gi- buffer variants
 	Ops,       // ops-c2h, ops-h2c[-bN]: the host CPU cost of libmprace per operation
+	Net,       // net, net-db<S>, net-pb<S>x<N>: board -> host -> network (bufmgr/net.hpp)
 };
 
 struct ModeSpec {
@@ -52,6 +53,8 @@ std::unique_ptr<Mode> make_ops_mode(const ModeSpec &s, Env &env);
 std::unique_ptr<Mode> make_bufmgr_mode(const ModeSpec &s, Env &env);
 // In modes_cuda.cu, or modes_nocuda.cpp when built without CUDA (throws Unavailable).
 std::unique_ptr<Mode> make_gpu_mode(const ModeSpec &s, Env &env);
+// In modes_net.cpp, or modes_nonet.cpp when built without UCX (throws Unavailable).
+std::unique_ptr<Mode> make_net_mode(const ModeSpec &s, Env &env);
 
 // The engine's counter pattern (mprace-spec/pattern.h) in whole words: fill_pattern fills a
 // buffer, check_pattern returns the first word that differs, or -1.

@@ -31,6 +31,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -141,6 +142,7 @@ inline int errno_of(ucs_status_t s) noexcept
 {
 	switch (s) {
 	case UCS_ERR_CONNECTION_RESET: return ECONNRESET;
+	case UCS_ERR_NOT_CONNECTED: return ENOTCONN;
 	case UCS_ERR_REJECTED: return ECONNREFUSED;
 	case UCS_ERR_UNREACHABLE: return EHOSTUNREACH;
 	case UCS_ERR_ENDPOINT_TIMEOUT:
@@ -533,11 +535,18 @@ private:
 				},
 				[] {}, deadline);
 			for (auto &p : peers) {
-				if (p->failed != UCS_OK)
-					throw Error(detail::errno_of(p->failed) == ECONNRESET ? ECONNREFUSED
-											    : detail::errno_of(p->failed),
-						    "bufmgr::net::Sender: cannot connect to " + p->where.str() + ": " +
-							    ucs_status_string(p->failed) + " (is a receiver listening there?)");
+				if (p->failed != UCS_OK) {
+					// UCX names a refusal in several ways (reset, not connected, I/O error)
+					int e = detail::errno_of(p->failed);
+					if (e == ECONNRESET || e == ENOTCONN || e == EIO)
+						e = ECONNREFUSED;
+					const char *tls = std::getenv("UCX_TLS");
+					const bool no_tcp = tls && !std::strstr(tls, "tcp") && !std::strstr(tls, "all");
+					throw Error(e, "bufmgr::net::Sender: cannot connect to " + p->where.str() + ": " +
+							       ucs_status_string(p->failed) +
+							       (no_tcp ? " (UCX_TLS has no tcp: UCX needs it to connect by address)"
+								       : " (is a receiver listening there?)"));
+				}
 				if (!p->welcomed)
 					throw Error(all ? ECANCELED : ETIMEDOUT,
 						    "bufmgr::net::Sender: no answer from " + p->where.str() + " within " +
@@ -549,6 +558,11 @@ private:
 		{
 			if (!views || count == 0)
 				throw Error(EINVAL, "bufmgr::net::Sender: adopt needs >= 1 buffer");
+			for (std::size_t i = 0; i < count; ++i)
+				if (views[i].size > max_chunk())
+					throw Error(EMSGSIZE, "bufmgr::net::Sender: " + std::to_string(views[i].size) +
+								      "-byte buffers, but a receiver takes chunks of at most " +
+								      std::to_string(max_chunk()) + " bytes");
 			for (std::size_t i = 0; i < count; ++i) {
 				Slot s;
 				s.view = views[i];
@@ -694,6 +708,8 @@ private:
 			const Peer &p = *peers[s.peer];
 			if (s.state == Slot::failed) {
 				s.state = Slot::idle;
+				if (p.failed != UCS_OK)
+					s.status = p.failed; // UCX cancels what was in flight to a peer that failed
 				throw Error(detail::errno_of(s.status),
 					    "bufmgr::net::Sender: chunk " + std::to_string(s.header.sequence) + " to " +
 						    p.where.str() + " failed: " + ucs_status_string(s.status) +
