@@ -14,7 +14,9 @@ sim:'s own defaults, skipped while the simulator environment (tests/hdl's venv) 
 
 A block that includes a CUDA header (bufmgr/cuda*.hpp) is built with the CUDA toolkit of the
 build (DOCS_CUDA_HOME, from configure) and the static cudart, and skipped without one; it is
-only run if it has a main(). A fragment's #include lines go above the function.
+only run if it has a main(); one that includes bufmgr/net.hpp is linked with UCX
+(DOCS_UCX_LIBS, from configure) and skipped without it. A fragment's #include lines go above
+the function.
 
 Usage: docs-examples.py TOP_SRCDIR TOP_BUILDDIR (environment: DOCS_CC, DOCS_CXX, DOCS_FLAGS,
 DOCS_CUDA_HOME)
@@ -40,6 +42,7 @@ libs = [f"-L{d}" for d in libdirs] + [f"-Wl,-rpath,{d}" for d in libdirs] + \
 cuda_home = os.environ.get("DOCS_CUDA_HOME", "")
 cuda_flags = [f"-I{cuda_home}/include"] if cuda_home else []
 cuda_libs = [f"-L{cuda_home}/lib64", "-lcudart_static", "-ldl", "-lrt"] if cuda_home else []
+ucx_libs = shlex.split(os.environ.get("DOCS_UCX_LIBS", ""))
 
 FRAGMENT = """#include <chrono>
 #include <vector>
@@ -98,6 +101,10 @@ with tempfile.TemporaryDirectory() as tmp:
         if uses_cuda and not cuda_home:
             print(f"ok {n} - {name} # SKIP uses CUDA: this build has no CUDA toolkit")
             continue
+        uses_ucx = re.search(r"#include\s*[<\"]bufmgr/net\.hpp", code) is not None
+        if uses_ucx and not ucx_libs:
+            print(f"ok {n} - {name} # SKIP uses the network stage: this build has no UCX")
+            continue
         src = os.path.join(tmp, f"ex{n}.{'c' if lang == 'c' and program else 'cpp'}")
         with open(src, "w") as f:
             if program:
@@ -110,7 +117,7 @@ with tempfile.TemporaryDirectory() as tmp:
         comp = (cc if src.endswith(".c") else cxx) + flags + incs + \
             (cuda_flags if uses_cuda else []) + \
             (["-std=gnu11"] if src.endswith(".c") else ["-std=c++17"]) + [src, "-o", exe] + libs + \
-            (cuda_libs if uses_cuda else [])
+            (cuda_libs if uses_cuda else []) + (ucx_libs if uses_ucx else [])
         r = subprocess.run(comp, capture_output=True, text=True)
         if r.returncode != 0:
             print(f"not ok {n} - {name}: {'program' if program else 'fragment'} does not compile")

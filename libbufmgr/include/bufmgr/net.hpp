@@ -885,6 +885,17 @@ public:
 			v.push_back(c->stats);
 		return v;
 	}
+	// Chunks that have arrived (or are arriving) and were not handed out by next() yet.
+	std::size_t pending() const noexcept
+	{
+		std::size_t n = 0;
+		for (const auto &c : core_->conns)
+			n += c->arriving.size();
+		return n;
+	}
+	// True once some sender has connected and every connection has ended or been lost with
+	// nothing left to hand out: the end of a run.
+	bool drained() const noexcept { return !core_->conns.empty() && active() == 0 && pending() == 0; }
 	// Connections whose stream has not ended or been lost.
 	std::size_t active() const noexcept
 	{

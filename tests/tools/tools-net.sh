@@ -1,0 +1,161 @@
+#!/bin/sh
+# The network stage's tools end to end (TAP): mprace-recv's usage errors; dmabench's net modes
+# into mprace-recv over TCP and shared memory, one and two senders, the pattern checked at the
+# receiver; a refused connection; Ctrl-C on the receiver; and the same across two network
+# namespaces joined by a veth pair (created and removed here; skipped with the reason where
+# the machine forbids them). Built only with UCX (configure: the network stage).
+. "${top_srcdir:-../..}/tests/tools/tools-tap.sh"
+RECV=$top_builddir/tools/mprace-recv
+NS_A=mprnet-a-$$
+NS_B=mprnet-b-$$
+recv_pid=
+cleanup() {
+	[ -n "$recv_pid" ] && kill -9 "$recv_pid" 2>/dev/null
+	ip netns del "$NS_A" 2>/dev/null
+	ip netns del "$NS_B" 2>/dev/null
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# ---- usage
+for bad in "" "--listen" "-l :1 --window 0" "-l :1 --window 2000" "-l :1 --max-chunk 0" \
+	   "-l :1 --max-chunk 5G" "-l :1 --seed x" "-l :1 --duration -1" "-l :1 --bogus" "-l :1 extra"; do
+	# shellcheck disable=SC2086  # word splitting wanted
+	run "$RECV" $bad
+	if [ $rc -eq 2 ] && grep -q '^Usage: mprace-recv' "$WORK/err"; then
+		ok "mprace-recv bad usage '$bad': message and usage, status 2"
+	else
+		not_ok "mprace-recv bad usage '$bad' (rc=$rc)"; diag "$WORK/err"
+	fi
+done
+run "$RECV" --listen nonsense
+[ $rc -eq 2 ] && grep -q "bad address 'nonsense'" "$WORK/err" && ok "mprace-recv --listen nonsense: names it, status 2" ||
+	{ not_ok "mprace-recv --listen nonsense (rc=$rc)"; diag "$WORK/err"; }
+
+# start_recv [NETNS] ARGS...: a receiver in the background on a free port ($port, $recv_pid).
+start_recv() {
+	rm -f "$WORK/port"
+	if [ "$1" = "-n" ]; then
+		ns=$2; shift 2
+		ip netns exec "$ns" "$RECV" --port-file "$WORK/port" -q "$@" >"$WORK/recv.out" 2>&1 &
+	else
+		"$RECV" --port-file "$WORK/port" -q "$@" >"$WORK/recv.out" 2>&1 &
+	fi
+	recv_pid=$!
+	for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.05; done
+	port=$(cat "$WORK/port" 2>/dev/null)
+}
+# wait_recv: the receiver's exit status in $recv_rc (killed after 60 s).
+wait_recv() {
+	for _ in $(seq 600); do kill -0 "$recv_pid" 2>/dev/null || break; sleep 0.1; done
+	kill -9 "$recv_pid" 2>/dev/null
+	wait "$recv_pid"; recv_rc=$?
+	recv_pid=
+}
+intact() { # N: the receiver's summary has N ended sources, no error counts
+	[ "$(grep -c 'missing 0, duplicates 0, reordered 0, incomplete 0, pattern errors 0, ended$' "$WORK/recv.out")" = "$1" ]
+}
+NET_SWEEP="-s 64K:4M:4 -t 0.01 -r 1 --plot none --no-progress"
+
+# ---- one sender, two transports
+for tls in tcp shm,tcp; do
+	export UCX_TLS=$tls
+	start_recv -l 127.0.0.1:0 --senders 1 --seed 77
+	# shellcheck disable=SC2086
+	run "$DMABENCH" -d emu:link=gen3x8 -m net-pb256Kx4 --net-to "127.0.0.1:$port" --net-seed 77 $NET_SWEEP -o "$WORK/n1"
+	wait_recv
+	if [ $rc -eq 0 ] && [ $recv_rc -eq 0 ] && intact 1 && grep -q '^  net-pb256Kx4 ' "$WORK/out"; then
+		ok "UCX_TLS=$tls: dmabench net-pb256Kx4 -> mprace-recv, every chunk the pattern, status 0"
+	else
+		not_ok "UCX_TLS=$tls: dmabench net -> mprace-recv (dmabench $rc, receiver $recv_rc)"
+		diag "$WORK/err" "$WORK/recv.out"
+	fi
+done
+export UCX_TLS=tcp
+
+# A receiver with the wrong seed sees every chunk differ: the check can fail.
+start_recv -l 127.0.0.1:0 --senders 1 --seed 78
+# shellcheck disable=SC2086
+run "$DMABENCH" -d emu: -m net --net-to "127.0.0.1:$port" --net-seed 77 -s 1M -n 2 -r 1 --plot none -o "$WORK/n2"
+wait_recv
+[ $recv_rc -eq 1 ] && grep -q 'differs from the pattern' "$WORK/recv.out" && ok "a receiver expecting another seed reports pattern errors, status 1" ||
+	{ not_ok "wrong seed not detected (receiver $recv_rc)"; diag "$WORK/recv.out"; }
+
+# ---- two senders (two virtual boards) into one receiver
+start_recv -l 127.0.0.1:0 --senders 2
+# shellcheck disable=SC2086
+"$DMABENCH" -d emu: -m net --net-to "127.0.0.1:$port" --net-source 1 $NET_SWEEP -o "$WORK/s1" >"$WORK/s1.out" 2>&1 &
+s1=$!
+# shellcheck disable=SC2086
+"$DMABENCH" -d emu: -m net --net-to "127.0.0.1:$port" --net-source 2 $NET_SWEEP -o "$WORK/s2" >"$WORK/s2.out" 2>&1
+s2_rc=$?
+wait $s1; s1_rc=$?
+wait_recv
+if [ $s1_rc -eq 0 ] && [ $s2_rc -eq 0 ] && [ $recv_rc -eq 0 ] && intact 2 && grep -q '^source 1:' "$WORK/recv.out" &&
+	grep -q '^source 2:' "$WORK/recv.out"; then
+	ok "two dmabench senders (sources 1, 2) -> one mprace-recv: both streams intact"
+else
+	not_ok "two senders -> one receiver (senders $s1_rc $s2_rc, receiver $recv_rc)"; diag "$WORK/recv.out" "$WORK/s1.out"
+fi
+
+# ---- errors
+run "$DMABENCH" -d emu: -m net -s 64K --plot none
+[ $rc -eq 3 ] && grep -q 'needs --net-to' "$WORK/out" "$WORK/err" && ok "net without --net-to: says so, status 3" ||
+	{ not_ok "net without --net-to (rc=$rc)"; diag "$WORK/out" "$WORK/err"; }
+for bad in "host" "host:0" "host:70000" "a:1,"; do
+	run "$DMABENCH" -d emu: -m net --net-to "$bad" --plot none
+	[ $rc -eq 2 ] && grep -q -- "--net-to takes" "$WORK/err" && ok "--net-to '$bad': usage error" ||
+		{ not_ok "--net-to '$bad' (rc=$rc)"; diag "$WORK/err"; }
+done
+start_recv -l 127.0.0.1:0 --duration 0.01
+wait_recv	# its port is free again: nobody listens there
+run "$DMABENCH" -d emu: -m net --net-to "127.0.0.1:$port" -s 64K --plot none -o "$WORK/n3"
+[ $rc -eq 1 ] && grep -q "cannot connect to 127.0.0.1:$port" "$WORK/out" "$WORK/err" && ok "net to a port nobody listens on: 'cannot connect', status 1" ||
+	{ not_ok "refused connection (rc=$rc)"; diag "$WORK/out" "$WORK/err"; }
+
+# ---- Ctrl-C: the summary of what arrived, status 130
+start_recv -l 127.0.0.1:0
+sleep 0.2
+kill -INT "$recv_pid"
+wait_recv
+[ $recv_rc -eq 130 ] && grep -q '^total: 0 chunks' "$WORK/recv.out" && ok "mprace-recv on SIGINT: summary, status 130" ||
+	{ not_ok "SIGINT (rc=$recv_rc)"; diag "$WORK/recv.out"; }
+
+# ---- across two network namespaces joined by a veth pair
+if ! command -v ip >/dev/null 2>&1; then
+	skip "two network namespaces over veth" "no ip command (iproute2)"
+elif ! ip netns add "$NS_A" 2>"$WORK/ns.err"; then
+	skip "two network namespaces over veth" "cannot create a network namespace here: $(head -n 1 "$WORK/ns.err")"
+else
+	ip netns add "$NS_B" &&
+	ip link add "veth-a$$" netns "$NS_A" type veth peer name "veth-b$$" netns "$NS_B" &&
+	ip -n "$NS_A" addr add 10.231.0.1/24 dev "veth-a$$" && ip -n "$NS_B" addr add 10.231.0.2/24 dev "veth-b$$" &&
+	ip -n "$NS_A" link set "veth-a$$" up && ip -n "$NS_B" link set "veth-b$$" up &&
+	ip -n "$NS_A" link set lo up && ip -n "$NS_B" link set lo up 2>"$WORK/ns.err"
+	setup=$?
+	# UCX lists the interfaces that are up when it starts: wait for both ends to be
+	for _ in $(seq 100); do
+		ip -n "$NS_A" link show "veth-a$$" | grep -q 'state UP' &&
+			ip -n "$NS_B" link show "veth-b$$" | grep -q 'state UP' && break
+		sleep 0.05
+	done
+	if [ $setup -ne 0 ]; then
+		not_ok "setting up the veth pair"; diag "$WORK/ns.err"
+	else
+		start_recv -n "$NS_B" -l 10.231.0.2:0 --senders 1
+		# shellcheck disable=SC2086
+		run ip netns exec "$NS_A" "$DMABENCH" -d emu:link=gen3x8 -m net --net-to "10.231.0.2:$port" $NET_SWEEP -o "$WORK/ns"
+		wait_recv
+		if [ $rc -eq 0 ] && [ $recv_rc -eq 0 ] && intact 1; then
+			ok "namespace A -> veth -> namespace B: dmabench net -> mprace-recv intact"
+		else
+			not_ok "across namespaces (dmabench $rc, receiver $recv_rc)"; diag "$WORK/err" "$WORK/recv.out"
+		fi
+		# From A, B's address is reachable but the loopback's receiver is not: refused, not hung.
+		run ip netns exec "$NS_A" "$DMABENCH" -d emu: -m net --net-to "10.231.0.2:1" -s 64K --plot none -o "$WORK/ns2"
+		[ $rc -eq 1 ] && grep -q "cannot connect" "$WORK/out" "$WORK/err" && ok "namespace A -> B's closed port: 'cannot connect', status 1" ||
+			{ not_ok "closed port across namespaces (rc=$rc)"; diag "$WORK/out" "$WORK/err"; }
+	fi
+fi
+
+done_testing
