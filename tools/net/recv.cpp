@@ -207,7 +207,7 @@ int main(int argc, char **argv)
 			std::size_t over = 0;
 			for (const auto &c : conns)
 				over += c.ended || c.lost;
-			if (over >= o.senders)
+			if (over >= o.senders && rx->pending() == 0) // and every chunk that came is handed out
 				break;
 		}
 		auto chunk = rx->next(std::chrono::milliseconds(100));

@@ -56,13 +56,14 @@ struct ChunkHeader {
 	std::uint32_t magic = 0;      // chunk_magic
 	std::uint16_t version = 0;    // protocol_version
 	std::uint16_t source = 0;     // SenderOptions::source
-	std::uint64_t sequence = 0;   // per sender, from 0, one per chunk
+	std::uint64_t sequence = 0;   // per sender, from 0, one per chunk (over all its receivers)
+	std::uint64_t link_sequence = 0; // per sender and receiver, from 0: what loss is judged by
 	std::uint64_t timeframe = 0;  // the application's id for the data (SenderOptions)
 	std::uint64_t offset = 0;     // bytes of the sender's stream before this chunk
 	std::uint32_t length = 0;     // payload bytes
 	std::uint32_t reserved = 0;
 };
-static_assert(sizeof(ChunkHeader) == 40, "bufmgr::net::ChunkHeader is part of the wire protocol");
+static_assert(sizeof(ChunkHeader) == 48, "bufmgr::net::ChunkHeader is part of the wire protocol");
 
 inline constexpr std::uint32_t chunk_magic = 0x4e52504d; // "MPRN"
 inline constexpr std::uint16_t protocol_version = 1;
@@ -129,7 +130,7 @@ struct HelloMsg {
 	std::uint32_t magic = chunk_magic;
 	std::uint16_t version = protocol_version;
 	std::uint16_t source = 0;
-	std::uint64_t next_sequence = 0; // am_end: the sequence number the next chunk would have had
+	std::uint64_t next_sequence = 0; // am_end: the chunks sent to this receiver
 };
 
 struct CreditMsg {
@@ -447,6 +448,7 @@ private:
 		ucs_status_t failed = UCS_OK;
 		std::deque<std::size_t> waiting; // slots waiting for a credit, in start() order
 		std::size_t posted = 0;
+		std::uint64_t link_sequence = 0; // chunks started for this receiver
 		Core *core = nullptr;
 	};
 
@@ -624,6 +626,7 @@ private:
 			if (n > p.max_chunk || n > UINT32_MAX)
 				throw Error(EMSGSIZE, "bufmgr::net::Sender: a " + std::to_string(n) + "-byte chunk, but " +
 							      p.where.str() + " takes at most " + std::to_string(p.max_chunk));
+			h.link_sequence = p.link_sequence++;
 			++next_sequence;
 			++chunks;
 			offset += n;
@@ -760,7 +763,7 @@ private:
 					continue;
 				detail::HelloMsg h;
 				h.source = opt.source;
-				h.next_sequence = next_sequence;
+				h.next_sequence = p->link_sequence;
 				detail::send_small(p->ep, detail::am_end, h);
 			}
 		}
@@ -842,10 +845,11 @@ struct ConnectionStats {
 	bool lost = false;         // the connection failed before an end
 	std::string error;         // why, when lost
 	std::uint64_t chunks = 0, bytes = 0;
-	std::uint64_t next_sequence = 0; // the sequence number expected next
-	std::uint64_t missing = 0;       // sequence numbers skipped (and not seen late)
+	// Loss is judged by the link sequence (the sender's count of chunks to this receiver):
+	std::uint64_t next_sequence = 0; // the link sequence number expected next
+	std::uint64_t missing = 0;       // link sequence numbers skipped (and not seen late)
 	std::uint64_t duplicates = 0, reordered = 0;
-	std::uint64_t end_sequence = 0;  // with ended: the sender's count of chunks
+	std::uint64_t end_sequence = 0;  // with ended: the chunks the sender sent to this receiver
 	std::uint64_t incomplete = 0;    // chunks whose data did not arrive whole (connection lost)
 };
 
@@ -1056,14 +1060,15 @@ private:
 			ConnectionStats &s = c.stats;
 			++s.chunks;
 			s.bytes += h.length;
-			if (h.sequence == s.next_sequence) {
+			const std::uint64_t q = h.link_sequence;
+			if (q == s.next_sequence) {
 				++s.next_sequence;
-			} else if (h.sequence > s.next_sequence) {
-				s.missing += h.sequence - s.next_sequence;
-				for (std::uint64_t q = s.next_sequence; q < h.sequence && c.gaps.size() < 4096; ++q)
-					c.gaps.push_back(q);
-				s.next_sequence = h.sequence + 1;
-			} else if (auto it = std::find(c.gaps.begin(), c.gaps.end(), h.sequence); it != c.gaps.end()) {
+			} else if (q > s.next_sequence) {
+				s.missing += q - s.next_sequence;
+				for (std::uint64_t k = s.next_sequence; k < q && c.gaps.size() < 4096; ++k)
+					c.gaps.push_back(k);
+				s.next_sequence = q + 1;
+			} else if (auto it = std::find(c.gaps.begin(), c.gaps.end(), q); it != c.gaps.end()) {
 				c.gaps.erase(it);
 				--s.missing;
 				++s.reordered;
