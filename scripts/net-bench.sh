@@ -5,6 +5,8 @@
 #      (ucp_am_bw, its defaults: -O unlimited outstanding sends, -W 127) against the network
 #      stage, the virtual board at gen3x8 -> dmabench net-pb<S>x8 -> mprace-recv (not checking,
 #      as ucx_perftest does not; and checking the pattern), and the board alone (c2h-umem);
+#      and, as references that do not sit in the cache, ucx_perftest with messages of the
+#      transfer size and one thread's memcpy of that size;
 #   2. 1 -> 2 -> 4 senders (each a dmabench process with its own virtual board) into 2
 #      receivers, timeframes round-robin: the sum of the senders' rates.
 # Every process on the loopback of this machine. ucx_perftest prints MiB/s: converted to MB/s
@@ -28,7 +30,7 @@ RECV=$BUILD/tools/mprace-recv
 export PCIDRIVER_BACKEND_PATH=${PCIDRIVER_BACKEND_PATH:-$BUILD/vboard/.libs}
 mkdir -p "$out"
 pids=
-trap 'for p in $pids; do kill -9 $p 2>/dev/null; done' EXIT
+trap 'rc=$?; for p in $pids; do kill -9 $p 2>/dev/null || true; done; exit $rc' EXIT
 
 bytes_of() { # 256K -> 262144
 	case $1 in
@@ -67,41 +69,61 @@ for tls in $TRANSPORTS; do
 			awk 'NF >= 8 && $1 ~ /^[0-9]+$/ { v = $6 } END { print v }')
 		wait $spid || true
 		perf=$(awk -v m="$mibs" 'BEGIN { printf "%.1f", m * 1.048576 }')
-		echo "$tls,$chunk,ucx_perftest ucp_am_bw,$perf" >>"$out/net-vs-perftest.csv"
+		echo "\"$tls\",$chunk,ucx_perftest ucp_am_bw,$perf" >>"$out/net-vs-perftest.csv"
 		for check in no-check check; do
 			start_recv "$out/recv-$n-$check.log" --senders 1 $( [ $check = no-check ] && echo --no-check)
 			"$DMABENCH" -d emu:link=gen3x8 -m "net-pb${chunk}x8" --net-to "127.0.0.1:$port" -s "$SIZE" \
 				-n "$ITERS" -r 3 --plot none --no-progress -o "$out/net-$n-$check" >"$out/net-$n-$check.log" 2>&1
 			wait $rpid || { echo "receiver failed:"; cat "$out/recv-$n-$check.log"; exit 1; }
-			echo "$tls,$chunk,net-pb${chunk}x8 receiver $check,$(rate_of "$out/net-$n-$check")" >>"$out/net-vs-perftest.csv"
+			echo "\"$tls\",$chunk,net-pb${chunk}x8 receiver $check,$(rate_of "$out/net-$n-$check")" >>"$out/net-vs-perftest.csv"
 		done
 	done
 done
 "$DMABENCH" -d emu:link=gen3x8 -m c2h-umem -s "$SIZE" -n "$ITERS" -r 3 --plot none --no-progress -o "$out/board" >"$out/board.log" 2>&1
 echo "-,-,board alone c2h-umem,$(rate_of "$out/board")" >>"$out/net-vs-perftest.csv"
+# What one thread copies when the data is not in its cache: the stage's chunks are 8 (or more)
+# buffers the board has just written, ucx_perftest's one buffer is resident in the cache.
+"$DMABENCH" -d none -m memcpy -s "$SIZE" -n "$ITERS" -r 3 --plot none --no-progress -o "$out/memcpy" >"$out/memcpy.log" 2>&1
+echo "-,-,one thread's memcpy of $SIZE,$(rate_of "$out/memcpy")" >>"$out/net-vs-perftest.csv"
+# ucx_perftest with messages of the transfer size: its buffer no longer fits in the cache
+for tls in $TRANSPORTS; do
+	export UCX_TLS=$tls
+	n=$((n + 1))
+	p=$((20000 + n))
+	"$PERFTEST" -p $p >"$out/perftest-server.log" 2>&1 &
+	spid=$!
+	pids="$pids $spid"
+	sleep 0.5
+	mibs=$("$PERFTEST" 127.0.0.1 -p $p -t ucp_am_bw -s "$(bytes_of "$SIZE")" -n 40 -w 4 -f 2>&1 |
+		awk 'NF >= 8 && $1 ~ /^[0-9]+$/ { v = $6 } END { print v }')
+	wait $spid || true
+	echo "\"$tls\",$SIZE,ucx_perftest ucp_am_bw,$(awk -v m="$mibs" 'BEGIN { printf "%.1f", m * 1.048576 }')" >>"$out/net-vs-perftest.csv"
+done
 
-# ---- scaling: N senders -> 2 receivers (UCX_TLS as the first transport)
-export UCX_TLS=${TRANSPORTS%% *}
-echo "senders,receivers,sum_of_sender_MBps,per_sender_MBps" >"$out/net-scaling.csv"
+# ---- scaling: N senders -> 2 receivers
+echo "transport,senders,receivers,sum_of_sender_MBps,per_sender_MBps" >"$out/net-scaling.csv"
+for tls in $TRANSPORTS; do
+export UCX_TLS=$tls
 for s in $SENDERS; do
-	start_recv "$out/scale-$s-r1.log" --senders "$s" --no-check
+	start_recv "$out/scale-$tls-$s-r1.log" --senders "$s" --no-check
 	p1=$port r1=$rpid
-	start_recv "$out/scale-$s-r2.log" --senders "$s" --no-check
+	start_recv "$out/scale-$tls-$s-r2.log" --senders "$s" --no-check
 	p2=$port r2=$rpid
 	spids=
 	for k in $(seq "$s"); do
 		"$DMABENCH" -d emu:link=gen3x8 -m net-pb1Mx8 --net-to "127.0.0.1:$p1,127.0.0.1:$p2" --net-source "$k" \
-			-s "$SIZE" -n "$ITERS" -r 1 --plot none --no-progress -o "$out/scale-$s-$k" >"$out/scale-$s-$k.log" 2>&1 &
+			-s "$SIZE" -n "$ITERS" -r 1 --plot none --no-progress -o "$out/scale-$tls-$s-$k" >"$out/scale-$tls-$s-$k.log" 2>&1 &
 		spids="$spids $!"
 	done
 	for p in $spids; do wait "$p"; done
-	wait $r1 && wait $r2 || { echo "a receiver failed"; cat "$out/scale-$s-r1.log" "$out/scale-$s-r2.log"; exit 1; }
+	wait $r1 && wait $r2 || { echo "a receiver failed"; cat "$out/scale-$tls-$s-r1.log" "$out/scale-$tls-$s-r2.log"; exit 1; }
 	sum=0 rates=
 	for k in $(seq "$s"); do
-		r=$(rate_of "$out/scale-$s-$k")
+		r=$(rate_of "$out/scale-$tls-$s-$k")
 		sum=$(awk -v a="$sum" -v b="$r" 'BEGIN { printf "%.1f", a + b }')
 		rates="$rates${rates:+ }$r"
 	done
-	echo "$s,2,$sum,$rates" >>"$out/net-scaling.csv"
+	echo "\"$tls\",$s,2,$sum,$rates" >>"$out/net-scaling.csv"
+done
 done
 cat "$out/net-vs-perftest.csv" "$out/net-scaling.csv"
