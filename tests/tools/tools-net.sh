@@ -98,6 +98,27 @@ else
 	not_ok "two senders -> one receiver (senders $s1_rc $s2_rc, receiver $recv_rc)"; diag "$WORK/recv.out" "$WORK/s1.out"
 fi
 
+# ---- a receiver killed under a sender and started again on its port: it takes it at once
+# (the dead one's connections linger in TIME_WAIT; mprace-recv asks UCX for SO_REUSEADDR)
+start_recv -l 127.0.0.1:0 --senders 1
+"$DMABENCH" -d emu: -m net --net-to "127.0.0.1:$port" -s 16M -n 100000 -r 1 --plot none --no-progress \
+	-o "$WORK/n4" >"$WORK/n4.out" 2>&1 &
+sender=$!
+sleep 0.5
+kill -9 "$recv_pid"
+wait_recv
+wait $sender; sender_rc=$?
+[ $sender_rc -eq 1 ] && grep -q "127.0.0.1:$port" "$WORK/n4.out" && ok "receiver killed under dmabench net: the sender fails naming it, status 1" ||
+	{ not_ok "receiver killed under a sender (dmabench $sender_rc)"; diag "$WORK/n4.out"; }
+old_port=$port
+start_recv -l "127.0.0.1:$old_port" --senders 1
+# shellcheck disable=SC2086
+run "$DMABENCH" -d emu: -m net --net-to "127.0.0.1:$old_port" -s 1M -n 2 -r 1 --plot none -o "$WORK/n5"
+wait_recv
+[ "$port" = "$old_port" ] && [ $rc -eq 0 ] && [ $recv_rc -eq 0 ] && intact 1 &&
+	ok "mprace-recv restarted on the port of a killed one: listens at once, the next sender intact" ||
+	{ not_ok "restart on the same port (port $port, dmabench $rc, receiver $recv_rc)"; diag "$WORK/recv.out"; }
+
 # ---- errors
 run "$DMABENCH" -d emu: -m net -s 64K --plot none
 [ $rc -eq 3 ] && grep -q 'needs --net-to' "$WORK/out" "$WORK/err" && ok "net without --net-to: says so, status 3" ||

@@ -40,7 +40,7 @@ void usage(FILE *f)
 "      --duration SEC     stop after SEC seconds\n"
 "      --seed N           the pattern's seed (dmabench --net-seed; default 0)\n"
 "      --no-check         do not check the data (count it only)\n"
-"      --window N         chunks each sender may have in flight (credits; default 4)\n"
+"      --window N         chunks each sender may have in flight (credits; default 8)\n"
 "      --max-chunk SIZE   the largest chunk taken (default 4M)\n"
 "      --hold-us US       keep each chunk US microseconds before releasing it: a slow\n"
 "                         consumer, whose back-pressure reaches the senders' boards\n"
@@ -72,7 +72,7 @@ void on_signal(int)
 
 struct Options {
 	std::string listen;
-	std::uint64_t senders = 0, seed = 0, window = 4, max_chunk = 4u << 20, hold_us = 0;
+	std::uint64_t senders = 0, seed = 0, window = 8, max_chunk = 4u << 20, hold_us = 0;
 	double duration = 0, interval = 1;
 	bool check = true, quiet = false;
 	std::string port_file;
@@ -165,6 +165,9 @@ double mbps(std::uint64_t bytes, double s) { return s > 0 ? bytes / s / 1e6 : 0;
 int main(int argc, char **argv)
 {
 	const Options o = parse(argc, argv);
+	// A receiver restarted after a crash takes its port again at once (SO_REUSEADDR), unless
+	// the user says otherwise; UCX reads this when it starts.
+	setenv("UCX_TCP_CM_REUSEADDR", "y", 0);
 	bufmgr::net::ReceiverOptions ro;
 	ro.listen = o.listen;
 	ro.window = o.window;

@@ -251,15 +251,18 @@ public:
 	// Any thread: wakes a progress_until() that sleeps, so that it looks at done() again.
 	void wake() noexcept { ucp_worker_signal(worker_); }
 
+	// How long progress_until() polls before it sleeps on the event fd (the Options' idle_spin).
+	void set_idle_spin(std::chrono::microseconds spin) noexcept { spin_ = spin; }
+
 	// Owning thread. Progresses the worker, calling after() after each round of progress,
 	// until done() holds or the deadline passes; returns done().
-	// Spins for a short while before it sleeps: a sleep costs a wake-up of tens of
-	// microseconds per message, which small chunks cannot afford.
+	// Polls for idle_spin before it sleeps: a sleep costs a wake-up of tens of microseconds per
+	// message, which a stream of chunks cannot afford.
 	template <class Done, class After>
 	bool progress_until(Done done, After after, std::chrono::steady_clock::time_point deadline)
 	{
 		using clock = std::chrono::steady_clock;
-		auto spin_end = clock::now() + std::chrono::microseconds(50);
+		auto spin_end = clock::now() + spin_;
 		for (;;) {
 			while (ucp_worker_progress(worker_) != 0) {
 			}
@@ -276,7 +279,7 @@ public:
 			const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count();
 			pollfd pfd{efd_, POLLIN, 0};
 			poll(&pfd, 1, static_cast<int>(std::min<long long>(left + 1, 100)));
-			spin_end = clock::now() + std::chrono::microseconds(50);
+			spin_end = clock::now() + spin_;
 		}
 	}
 
@@ -303,6 +306,7 @@ private:
 	ucp_context_h ctx_ = nullptr;
 	ucp_worker_h worker_ = nullptr;
 	int efd_ = -1;
+	std::chrono::microseconds spin_{1000};
 };
 
 // A small message with its header kept alive until UCX has sent it (UCX 1.13 does not copy
@@ -352,6 +356,9 @@ struct SenderOptions {
 	// reset() waits this long for sends that are still on the wire before it closes their
 	// connections by force (UCX must not read a buffer after reset() returned).
 	std::chrono::milliseconds drain_timeout{2000};
+	// How long a waiting call polls UCX before it sleeps: longer saves wake-ups (tens of
+	// microseconds each) in a stream, shorter saves CPU time when the stream pauses.
+	std::chrono::microseconds idle_spin{1000};
 };
 
 // Counters of a Sender (what it did, not what arrived).
@@ -384,6 +391,10 @@ public:
 	std::size_t granule() const noexcept { return 1; }
 	std::size_t receiver_count() const noexcept { return core_->peers.size(); }
 	const SenderStats &stats() const noexcept { return core_->stats; }
+	// The stream offset the next chunk will carry (bytes started so far). After a failure the
+	// source may have produced data that was never started: a source that can resume (a
+	// pattern generator, a file) starts again from here.
+	std::uint64_t stream_offset() const noexcept { return core_->offset; }
 	// The largest chunk every receiver takes.
 	std::size_t max_chunk() const noexcept { return core_->max_chunk(); }
 
@@ -426,6 +437,18 @@ public:
 
 	// Driving thread: ends the stream now (am_end to every receiver, flushed); later sends fail.
 	void finish() { core_->finish(); }
+
+	// Driving thread, nothing in flight (after reset(), which a Relay has done when its run()
+	// threw): connects anew to every receiver whose connection failed (a receiver restarted at
+	// the same address), as the constructor does; the others keep theirs. The stream goes on:
+	// sequence numbers and offsets continue, the new connection's link sequence starts at 0.
+	// Throws as the constructor when one cannot be reached (then call it again later).
+	void reconnect()
+	{
+		if (core_->finished)
+			throw Error(EPIPE, "bufmgr::net::Sender::reconnect: the stream was finished");
+		core_->connect(true);
+	}
 
 private:
 	struct Core;
@@ -478,6 +501,7 @@ private:
 				p->core = this;
 				peers.push_back(std::move(p));
 			}
+			worker.set_idle_spin(opt.idle_spin);
 			worker.on_message(detail::am_welcome, &Core::on_credit, this);
 			worker.on_message(detail::am_credit, &Core::on_credit, this);
 			try {
@@ -508,9 +532,20 @@ private:
 			return m;
 		}
 
-		void connect()
+		// Connects to every receiver (again_only: only to those whose connection failed, each a
+		// new connection whose link sequence starts at 0) and waits for their first credits.
+		void connect(bool again_only = false)
 		{
 			for (auto &p : peers) {
+				if (again_only) {
+					if (p->failed == UCS_OK && p->ep)
+						continue;
+					worker.close(std::exchange(p->ep, nullptr), true, std::chrono::milliseconds(1000));
+					p->welcomed = false;
+					p->credits = p->max_chunk = 0;
+					p->failed = UCS_OK;
+					p->link_sequence = 0;
+				}
 				socklen_t len = 0;
 				sockaddr_storage ss = detail::resolve(p->where, false, &len);
 				ucp_ep_params_t ep{};
@@ -823,8 +858,9 @@ private:
 
 struct ReceiverOptions {
 	std::string listen = ":0";                 // Endpoint text; port 0 picks a free port (port())
-	std::size_t window = 4;                    // credits per sender: its chunks in flight
+	std::size_t window = 8;                    // credits per sender: its chunks in flight
 	std::size_t max_chunk = std::size_t(4) << 20; // the largest chunk accepted
+	std::chrono::microseconds idle_spin{1000}; // as SenderOptions::idle_spin
 };
 
 // One chunk handed to the application: its header and its payload in the receiver's memory,
@@ -853,7 +889,10 @@ struct ConnectionStats {
 	std::uint64_t incomplete = 0;    // chunks whose data did not arrive whole (connection lost)
 };
 
-// Receiver: accepts any number of senders on one address.
+// Receiver: accepts any number of senders on one address. A receiver started again at once on
+// the port of one that died finds it taken while the old connections linger (TCP's TIME_WAIT)
+// unless UCX_TCP_CM_REUSEADDR=y is in the environment when the process starts (mprace-recv
+// sets it); UCX reads it once, so the library cannot set it for you.
 // Requirements: one thread calls everything but interrupt().
 // Errors (bufmgr::Error): EINVAL bad options; EADDRINUSE or what UCX reports when it cannot
 // listen. A sender's bad behaviour (a chunk over max_chunk, more chunks than credits, a bad
@@ -948,6 +987,7 @@ private:
 			if (opt.max_chunk == 0 || opt.max_chunk > UINT32_MAX)
 				throw Error(EINVAL, "bufmgr::net::Receiver: max_chunk must be 1 byte .. 4 GiB - 1");
 			const Endpoint e = Endpoint::parse(opt.listen);
+			worker.set_idle_spin(opt.idle_spin);
 			worker.on_message(detail::am_hello, &Core::on_hello, this);
 			worker.on_message(detail::am_chunk, &Core::on_chunk, this);
 			worker.on_message(detail::am_end, &Core::on_end, this);
