@@ -974,6 +974,7 @@ private:
 		// Declared before the worker, so that they outlive it: UCX's callbacks point into them.
 		std::vector<std::unique_ptr<Conn>> conns;
 		std::deque<ucp_conn_request_h> requests;
+		std::vector<Conn *> dropped; // lost connections whose endpoint is still to be closed
 		detail::Worker worker;
 		ucp_listener_h listener = nullptr;
 		std::uint16_t port = 0;
@@ -1055,7 +1056,7 @@ private:
 
 		void progress(std::chrono::milliseconds timeout)
 		{
-			worker.progress_until([&] { return interrupted.exchange(false); }, [&] { accept(); },
+			worker.progress_until([&] { return interrupted.exchange(false); }, [&] { accept(); close_dropped(); },
 					      std::chrono::steady_clock::now() + timeout);
 		}
 
@@ -1079,7 +1080,7 @@ private:
 		{
 			Arrival *a = nullptr;
 			worker.progress_until([&] { return (a = ready_head()) != nullptr || interrupted.exchange(false); },
-					      [&] { accept(); }, std::chrono::steady_clock::now() + timeout);
+					      [&] { accept(); close_dropped(); }, std::chrono::steady_clock::now() + timeout);
 			if (!a)
 				return std::nullopt;
 			Conn &c = *a->conn;
@@ -1144,12 +1145,21 @@ private:
 		}
 
 		// A sender that broke the protocol: its connection is closed and the reason kept.
+		// Its endpoint is closed outside UCX's callbacks (close_dropped()): a sender that broke
+		// the protocol learns so, one that is gone releases what UCX holds for it.
 		void drop(Conn &c, const std::string &why)
 		{
 			if (!c.stats.lost) {
 				c.stats.lost = true;
 				c.stats.error = why;
+				dropped.push_back(&c);
 			}
+		}
+		void close_dropped() noexcept
+		{
+			for (Conn *c : dropped)
+				worker.close(std::exchange(c->ep, nullptr), true, std::chrono::milliseconds(100));
+			dropped.clear();
 		}
 
 		static void on_conn_request(ucp_conn_request_h r, void *arg)
@@ -1161,6 +1171,8 @@ private:
 			auto *c = static_cast<Conn *>(arg);
 			if (!c->stats.ended)
 				c->core->drop(*c, std::string("connection lost: ") + ucs_status_string(status));
+			else if (c->ep) // a sender that ended and closed: only its endpoint to close
+				c->core->dropped.push_back(c);
 		}
 		static ucs_status_t on_hello(void *arg, const void *header, std::size_t header_length, void *,
 					     std::size_t, const ucp_am_recv_param_t *param)
