@@ -123,6 +123,11 @@ wait_recv
 run "$DMABENCH" -d emu: -m net -s 64K --plot none
 [ $rc -eq 3 ] && grep -q 'needs --net-to' "$WORK/out" "$WORK/err" && ok "net without --net-to: says so, status 3" ||
 	{ not_ok "net without --net-to (rc=$rc)"; diag "$WORK/out" "$WORK/err"; }
+for bad in net- net-x net-pb1M net-db0 net-pb4Kx1; do
+	run "$DMABENCH" -d emu: -m "$bad" --net-to 127.0.0.1:9 --plot none
+	[ $rc -eq 2 ] && grep -q "^Usage: dmabench" "$WORK/err" && ok "mode '$bad': usage error" ||
+		{ not_ok "mode '$bad' (rc=$rc)"; diag "$WORK/err"; }
+done
 for bad in "host" "host:0" "host:70000" "a:1,"; do
 	run "$DMABENCH" -d emu: -m net --net-to "$bad" --plot none
 	[ $rc -eq 2 ] && grep -q -- "--net-to takes" "$WORK/err" && ok "--net-to '$bad': usage error" ||

@@ -92,6 +92,30 @@ void pool_spec(const std::string &text, const std::string &name, std::uint64_t *
 	*count = static_cast<unsigned>(n);
 }
 
+// "db<S>" or "pb<S>x<N>" after a pipelined mode's name (fi-, gi-, net-): the DMA buffers of
+// its Relay. False when `rest` is neither.
+bool relay_buffers(const std::string &rest, const std::string &name, ModeSpec &s)
+{
+	if (rest.compare(0, 2, "db") == 0) {
+		s.algo = 'd';
+		s.buf_size = mode_size(rest.substr(2), name);
+		s.buf_count = 2;
+	} else if (rest.compare(0, 2, "pb") == 0) {
+		s.algo = 'p';
+		pool_spec(rest.substr(2), name, &s.buf_size, &s.buf_count);
+	} else {
+		return false;
+	}
+	return true;
+}
+
+// "-db4M", "-pb1Mx8": the canonical spelling of relay_buffers()' part.
+std::string relay_buffers_name(const ModeSpec &s)
+{
+	return std::string("-") + s.algo + "b" + format_size_short(s.buf_size) +
+	       (s.algo == 'p' ? "x" + std::to_string(s.buf_count) : "");
+}
+
 bool strip_suffix(std::string &s, const char *suffix)
 {
 	std::size_t n = std::strlen(suffix);
@@ -179,31 +203,16 @@ ModeSpec parse_mode(const std::string &name)
 		if (n.find(':') != std::string::npos)
 			throw BadMode("mode '" + name + "': the one conversion is :i16f (int16 <-> float)");
 		rest = n.size() > 3 ? n.substr(3) : std::string();
-		if (rest.compare(0, 2, "db") == 0) {
-			s.algo = 'd';
-			s.buf_size = mode_size(rest.substr(2), name);
-			s.buf_count = 2;
-		} else if (rest.compare(0, 2, "pb") == 0) {
-			s.algo = 'p';
-			pool_spec(rest.substr(2), name, &s.buf_size, &s.buf_count);
-		} else if (!rest.empty()) {
+		if (!relay_buffers(rest, name, s) && !rest.empty()) {
 			throw BadMode("unknown mode '" + name + "' (fi/gi take -serial, -db<S> or -pb<S>x<N>, and :i16f)");
 		}
 	} else if (n == "net" || n.compare(0, 4, "net-") == 0) {
 		s.family = Family::Net;
-		const std::string rest = n.substr(n.size() > 3 ? 4 : 3);
-		if (rest.empty() && n == "net") {
+		if (n == "net") { // 4 buffers of 1 MiB
 			s.algo = 'p';
 			s.buf_size = 1u << 20;
 			s.buf_count = 4;
-		} else if (rest.compare(0, 2, "db") == 0) {
-			s.algo = 'd';
-			s.buf_size = mode_size(rest.substr(2), name);
-			s.buf_count = 2;
-		} else if (rest.compare(0, 2, "pb") == 0) {
-			s.algo = 'p';
-			pool_spec(rest.substr(2), name, &s.buf_size, &s.buf_count);
-		} else {
+		} else if (!relay_buffers(n.substr(4), name, s)) {
 			throw BadMode("unknown mode '" + name + "' (net takes -db<S> or -pb<S>x<N>, e.g. net-pb1Mx8)");
 		}
 	} else if (n.compare(0, 2, "cb") == 0 || n.compare(0, 2, "db") == 0 || n.compare(0, 2, "pb") == 0) {
@@ -241,15 +250,12 @@ ModeSpec parse_mode(const std::string &name)
 	case Family::Gpu:
 		s.canonical = s.gpu;
 		if (s.algo)
-			s.canonical += std::string("-") + s.algo + "b" + format_size_short(s.buf_size) +
-				       (s.algo == 'p' ? "x" + std::to_string(s.buf_count) : "");
+			s.canonical += relay_buffers_name(s);
 		if (s.samples)
 			s.canonical += ":i16f";
 		break;
 	case Family::Net:
-		s.canonical = n == "net" ? n
-					 : std::string("net-") + s.algo + "b" + format_size_short(s.buf_size) +
-						   (s.algo == 'p' ? "x" + std::to_string(s.buf_count) : "");
+		s.canonical = n == "net" ? n : "net" + relay_buffers_name(s);
 		break;
 	case Family::Ops:
 		s.canonical = std::string(s.c2h ? "ops-c2h" : "ops-h2c") +
