@@ -155,14 +155,18 @@ def test_two_threads_two_channels(board):
 
 def test_ctrl_c_interrupts_a_wait_and_aborts():
     prog = textwrap.dedent("""
-        import sys, numpy as np, mprace
+        import sys, time, numpy as np, mprace
         with mprace.open("emu:") as b:
             buf = b.alloc(1 << 24, np.uint8)
             b.route(source="pattern")
             b.pattern(seed=1, rate=1)
             print("waiting", flush=True)
+            t0 = time.monotonic()
             try:
-                b.read(buf, timeout=None)
+                n = b.read(buf, timeout=None)
+                # (a diagnosis for the assertion below: a lost signal lets the read run its
+                # 16 s; an early end would be the board's pacing)
+                print("read %d bytes in %.2f s" % (n, time.monotonic() - t0), flush=True)
             except KeyboardInterrupt:
                 print("interrupted", flush=True)
             b.pattern(seed=1, rate=0)
