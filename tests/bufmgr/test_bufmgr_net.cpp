@@ -443,7 +443,7 @@ START_TEST(test_net_receiver_restarted)
 	ck_assert_int_ne(e, 0);
 	ck_assert_int_ne(e, ECANCELED);
 	b.go();
-	ck_assert_str_eq(b.address().c_str(), address.c_str());
+	ck_assert(b.address() == address);
 	s.sender().reconnect();
 	const std::uint64_t resume = s.sender().stream_offset();
 	s.board.setPatternSeed(mp_pattern_word(seed_of(4), resume / 4));
