@@ -120,16 +120,16 @@ wait_recv
 	{ not_ok "restart on the same port (port $port, dmabench $rc, receiver $recv_rc)"; diag "$WORK/recv.out"; }
 
 # ---- errors
-run "$DMABENCH" -d emu: -m net -s 64K --plot none
+run "$DMABENCH" -d emu: -m net -s 64K --plot none -o "$WORK/u1"
 [ $rc -eq 3 ] && grep -q 'needs --net-to' "$WORK/out" "$WORK/err" && ok "net without --net-to: says so, status 3" ||
 	{ not_ok "net without --net-to (rc=$rc)"; diag "$WORK/out" "$WORK/err"; }
 for bad in net- net-x net-pb1M net-db0 net-pb4Kx1; do
-	run "$DMABENCH" -d emu: -m "$bad" --net-to 127.0.0.1:9 --plot none
+	run "$DMABENCH" -d emu: -m "$bad" --net-to 127.0.0.1:9 --plot none -o "$WORK/u2"
 	[ $rc -eq 2 ] && grep -q "^Usage: dmabench" "$WORK/err" && ok "mode '$bad': usage error" ||
 		{ not_ok "mode '$bad' (rc=$rc)"; diag "$WORK/err"; }
 done
 for bad in "host" "host:0" "host:70000" "a:1,"; do
-	run "$DMABENCH" -d emu: -m net --net-to "$bad" --plot none
+	run "$DMABENCH" -d emu: -m net --net-to "$bad" --plot none -o "$WORK/u3"
 	[ $rc -eq 2 ] && grep -q -- "--net-to takes" "$WORK/err" && ok "--net-to '$bad': usage error" ||
 		{ not_ok "--net-to '$bad' (rc=$rc)"; diag "$WORK/err"; }
 done
