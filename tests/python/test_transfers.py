@@ -155,7 +155,10 @@ def test_two_threads_two_channels(board):
 
 def test_ctrl_c_interrupts_a_wait_and_aborts():
     prog = textwrap.dedent("""
-        import sys, time, numpy as np, mprace
+        import signal, sys, time, numpy as np, mprace
+        # Ctrl-C as in a terminal: a background job of a shell without job control (how CI
+        # may run) inherits SIGINT ignored, and Python then installs no handler for it
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         with mprace.open("emu:") as b:
             buf = b.alloc(1 << 24, np.uint8)
             b.route(source="pattern")
@@ -164,8 +167,7 @@ def test_ctrl_c_interrupts_a_wait_and_aborts():
             t0 = time.monotonic()
             try:
                 n = b.read(buf, timeout=None)
-                # (a diagnosis for the assertion below: a lost signal lets the read run its
-                # 16 s; an early end would be the board's pacing)
+                # (a diagnosis for the assertion below: a lost signal lets the read run 16 s)
                 print("read %d bytes in %.2f s" % (n, time.monotonic() - t0), flush=True)
             except KeyboardInterrupt:
                 print("interrupted", flush=True)
