@@ -12,18 +12,27 @@
 // open (the device unused) until the last such Buffer goes, so that no array ever points at
 // unmapped memory; the same holds for a stream's buffers while arrays view its chunks. Every
 // call on a closed board, or on a buffer of one, raises ValueError.
+//
+// CUDA (compiled where CMake finds the toolkit: MPRACE_PY_CUDA). Buffer.cuda() registers user
+// memory with CUDA (mapped) once and hands out DLPack views of it that keep the Buffer object
+// alive; the registration ends with that object, so no GPU view outlives it. A GpuStage is
+// libbufmgr's FPGA -> host -> GPU relay, closed by Board.close() before the engine goes.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <sys/mman.h>
+#include <thread>
 #include <vector>
 
 #include "bufmgr/mprace_transfer.hpp"
@@ -31,21 +40,29 @@
 #include "mprace/mprace.hpp"
 #include "vboard/vboard.h"
 
+#ifdef MPRACE_PY_CUDA
+#include <nanobind/ndarray.h>
+
+#include "bufmgr/cuda.hpp"
+#endif
+
 namespace nb = nanobind;
 using namespace std::chrono_literals;
 
 namespace {
 
-PyObject *g_no_board, *g_timeout, *g_engine_error; // exception classes (module attributes)
+PyObject *g_no_board, *g_timeout, *g_engine_error, *g_cuda_error; // exception classes (module attributes)
 
 struct BufferCore;
 struct StreamCore;
+struct GpuStageCore;
 
 struct BoardHandle {
 	std::unique_ptr<mprace::Board> board;
 	std::unique_ptr<mprace::DMAEngine> engine;
 	std::vector<BufferCore *> buffers; // alive, in creation order
 	std::vector<StreamCore *> streams; // alive
+	std::vector<GpuStageCore *> gpu_stages; // alive
 	bool closed = false;
 
 	// After close(): the device handle goes once no memory of it can still be viewed.
@@ -70,6 +87,14 @@ void translate(const std::exception_ptr &p, void *)
 {
 	try {
 		std::rethrow_exception(p);
+#ifdef MPRACE_PY_CUDA
+	} catch (const bufmgr::cuda::CudaError &e) {
+		nb::object x = nb::steal(PyObject_CallFunction(g_cuda_error, "is", e.code().value(), e.what()));
+		if (!x.is_valid())
+			return;
+		x.attr("cuda_error") = cudaGetErrorName(e.cuda_error());
+		PyErr_SetObject(g_cuda_error, x.ptr());
+#endif
 	} catch (const mprace::DMAError &e) {
 		int err = e.code().value();
 		PyObject *cls = err == ETIMEDOUT && e.engineError() == MP_ERR_NONE ? g_timeout : g_engine_error;
@@ -119,6 +144,16 @@ std::string hexstr(const void *p)
 
 // ------------------------------------------------------------------------------ buffers
 
+void cuda_unregister(void *mem) noexcept
+{
+#ifdef MPRACE_PY_CUDA
+	if (cudaHostUnregister(mem) != cudaSuccess)
+		(void)cudaGetLastError();
+#else
+	(void)mem;
+#endif
+}
+
 struct BufferCore {
 	std::shared_ptr<BoardHandle> h;
 	std::unique_ptr<mprace::DMABuffer> dma;
@@ -129,6 +164,7 @@ struct BufferCore {
 	nb::object wrapped;       // a NumPy array wrapped as user memory, kept alive
 	long exports = 0;         // buffer-protocol views alive (free() of kernel memory waits for none)
 	bool freed = false;
+	bool cuda_registered = false; // registered with CUDA by cuda(): until this object goes
 	// the array view it offers (buffer protocol, __array_interface__)
 	std::string format, typestr;
 	Py_ssize_t itemsize = 1;
@@ -138,6 +174,8 @@ struct BufferCore {
 	BufferCore(const BufferCore &) = delete;
 	~BufferCore()
 	{
+		if (cuda_registered)
+			cuda_unregister(mem); // no GPU view is left: each keeps this object alive
 		dma.reset();
 		auto &v = h->buffers;
 		v.erase(std::remove(v.begin(), v.end(), this), v.end());
@@ -167,7 +205,8 @@ struct BufferCore {
 		freed = true;
 		if (kernel)
 			mem = nullptr;
-		wrapped = nb::object();
+		if (!cuda_registered) // else GPU views may still read the wrapped array's memory
+			wrapped = nb::object();
 	}
 	void set_view(const std::string &fmt, const std::string &ts, Py_ssize_t isz, const std::vector<Py_ssize_t> &shp)
 	{
@@ -466,6 +505,191 @@ nb::object StreamCore::next(nb::handle self)
 	}
 }
 
+// ------------------------------------------------------------------------------ CUDA
+
+#ifdef MPRACE_PY_CUDA
+[[noreturn]] void no_gpu(const std::string &why)
+{
+	throw bufmgr::cuda::CudaError(cudaErrorNoDevice, why);
+}
+
+// A GPU to use: `device` (< 0: the current one), checked against the GPUs there are.
+int checked_device(int device)
+{
+	std::string why = bufmgr::cuda::unavailable_reason();
+	if (!why.empty())
+		no_gpu(why);
+	if (device < 0)
+		bufmgr::cuda::check(cudaGetDevice(&device), "cudaGetDevice");
+	int n = bufmgr::cuda::device_count();
+	if (device >= n)
+		throw nb::value_error(("no CUDA device " + std::to_string(device) + " (this machine has " +
+				       std::to_string(n) + ")").c_str());
+	return device;
+}
+
+// DLPack's type of a NumPy typestr ("<f4", "|u1", ...; Board.alloc admits ints and floats).
+nb::dlpack::dtype dlpack_dtype(const std::string &typestr, Py_ssize_t itemsize)
+{
+	nb::dlpack::dtype t;
+	t.code = static_cast<std::uint8_t>(typestr[1] == 'f' ? nb::dlpack::dtype_code::Float
+					   : typestr[1] == 'i' ? nb::dlpack::dtype_code::Int
+							       : nb::dlpack::dtype_code::UInt);
+	t.bits = static_cast<std::uint8_t>(itemsize * 8);
+	t.lanes = 1;
+	return t;
+}
+#endif
+
+// Buffer.cuda(): user memory registered with CUDA as mapped host memory (once), viewed as an
+// array on `device` (kDLCUDA, its device pointer) or as CUDA host memory (kDLCUDAHost).
+nb::object cuda_view(nb::handle self, int device, bool as_host)
+{
+	BufferCore &b = nb::cast<BufferCore &>(self);
+	b.buffer(); // not freed, board open
+	if (b.kernel)
+		throw nb::value_error("kernel memory cannot be registered with CUDA (its mapping cannot be pinned): "
+				      "allocate the buffer with memory=\"user\"");
+#ifdef MPRACE_PY_CUDA
+	device = checked_device(device);
+	bufmgr::cuda::check(cudaSetDevice(device), "cudaSetDevice");
+	if (!b.cuda_registered) {
+		bufmgr::cuda::check(cudaHostRegister(b.mem, b.size, cudaHostRegisterPortable | cudaHostRegisterMapped),
+				    "cudaHostRegister of the buffer");
+		b.cuda_registered = true;
+	}
+	void *data = b.mem;
+	if (!as_host)
+		bufmgr::cuda::check(cudaHostGetDevicePointer(&data, b.mem, 0), "cudaHostGetDevicePointer");
+	std::vector<std::size_t> shape(b.shape.begin(), b.shape.end());
+	nb::ndarray<nb::array_api> a(data, shape.size(), shape.data(), self, nullptr, dlpack_dtype(b.typestr, b.itemsize),
+			as_host ? nb::device::cuda_host::value : nb::device::cuda::value, as_host ? 0 : device);
+	return nb::cast(a, nb::rv_policy::reference);
+#else
+	(void)device, (void)as_host;
+	set_os_error(g_cuda_error, ENODEV, "this build of mprace has no CUDA support (the CUDA toolkit was not found when it was built)");
+	throw nb::python_error();
+#endif
+}
+
+#ifdef MPRACE_PY_CUDA
+// board -> host -> GPU through libbufmgr's relay (bufmgr::cuda::FpgaToGpu): `count` user-memory
+// DMA buffers of buffer_bytes, registered with CUDA once; the board fills one while the copy
+// engine moves the last into GPU memory. read() runs the relay on a thread of its own and waits
+// for it in slices with the GIL released: Ctrl-C or the timeout abort it.
+using GpuStage = bufmgr::cuda::FpgaToGpu<bufmgr::MpraceTransfer>;
+
+struct GpuStageCore {
+	std::shared_ptr<BoardHandle> h;
+	std::unique_ptr<GpuStage> stage;
+	int device = 0;
+	std::size_t buffer_bytes = 0, count = 0;
+	std::atomic<bool> running{false}; // a read() is using `stage` (set and cleared by it)
+	bool closing = false;
+
+	GpuStageCore(std::shared_ptr<BoardHandle> handle) : h(std::move(handle)) { h->gpu_stages.push_back(this); }
+	GpuStageCore(const GpuStageCore &) = delete;
+	~GpuStageCore()
+	{
+		close();
+		auto &v = h->gpu_stages;
+		v.erase(std::remove(v.begin(), v.end(), this), v.end());
+	}
+	// Aborts a read in progress (another Python thread's), waits until it no longer uses the
+	// stage, frees the buffers.
+	void close()
+	{
+		if (!stage)
+			return;
+		closing = true; // no read starts from here on
+		{
+			nb::gil_scoped_release unlocked;
+			stage->abort();
+			while (running)
+				std::this_thread::sleep_for(1ms);
+		}
+		stage.reset();
+	}
+	std::uint64_t read(nb::ndarray<nb::device::cuda, nb::c_contig> dst, std::uint64_t nbytes, double timeout_s);
+};
+
+std::uint64_t GpuStageCore::read(nb::ndarray<nb::device::cuda, nb::c_contig> dst, std::uint64_t nbytes, double timeout_s)
+{
+	if (h->closed)
+		closed_error();
+	if (!stage || closing)
+		throw nb::value_error("the GPU stage is closed");
+	if (dst.device_id() != device)
+		throw nb::value_error(("the destination is on CUDA device " + std::to_string(dst.device_id()) +
+				       ", the stage on device " + std::to_string(device)).c_str());
+	if (nbytes > dst.nbytes())
+		throw nb::value_error(("nbytes (" + std::to_string(nbytes) + ") exceeds the destination (" +
+				       std::to_string(dst.nbytes()) + " bytes)").c_str());
+	for (StreamCore *st : h->streams)
+		if (!st->stopped)
+			throw mprace::Error(EBUSY, "a stream is running on this board: stop it before other transfers");
+	if (running.exchange(true))
+		throw mprace::Error(EBUSY, "this GPU stage is already reading (from another thread)");
+
+	struct Job {
+		std::mutex m;
+		std::condition_variable cv;
+		bool finished = false;
+		std::size_t moved = 0;
+		std::exception_ptr error;
+	};
+	auto job = std::make_shared<Job>();
+	void *ptr = dst.data();
+	GpuStage *g = stage.get(); // stays until running is false (close() waits for that)
+	std::thread worker;
+	try {
+		nb::gil_scoped_release unlocked;
+		worker = std::thread([g, job, ptr, nbytes] {
+			try {
+				job->moved = g->transfer(ptr, nbytes);
+			} catch (...) {
+				job->error = std::current_exception();
+			}
+			std::lock_guard<std::mutex> l(job->m);
+			job->finished = true;
+			job->cv.notify_all();
+		});
+	} catch (...) {
+		running = false;
+		throw;
+	}
+	auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+	auto finish = [&] {
+		nb::gil_scoped_release unlocked;
+		worker.join();
+		running = false;
+	};
+	for (;;) {
+		bool finished;
+		{
+			nb::gil_scoped_release unlocked;
+			std::unique_lock<std::mutex> l(job->m);
+			finished = job->cv.wait_for(l, 50ms, [&] { return job->finished; });
+		}
+		if (finished)
+			break;
+		bool interrupted = PyErr_CheckSignals() != 0;
+		if (interrupted || (timeout_s >= 0 && std::chrono::steady_clock::now() >= until)) {
+			g->abort();
+			finish();
+			if (interrupted)
+				throw nb::python_error();
+			set_os_error(g_timeout, ETIMEDOUT, "the GPU read did not finish in " + std::to_string(timeout_s) + " s (aborted)");
+			throw nb::python_error();
+		}
+	}
+	finish();
+	if (job->error)
+		std::rethrow_exception(job->error);
+	return job->moved;
+}
+#endif
+
 // ------------------------------------------------------------------------------ board
 
 struct BoardCore {
@@ -493,6 +717,10 @@ struct BoardCore {
 			return;
 		for (StreamCore *st : std::vector<StreamCore *>(h->streams))
 			st->stop(); // before the engine its thread uses
+#ifdef MPRACE_PY_CUDA
+		for (GpuStageCore *g : h->gpu_stages)
+			g->close(); // likewise
+#endif
 		h->engine.reset(); // aborts and waits for what runs
 		for (BufferCore *b : h->buffers)
 			if (!b->kernel)
@@ -501,6 +729,19 @@ struct BoardCore {
 		h->release_when_unused();
 	}
 	bool closed() const { return h->closed; }
+
+	// One user of the engine at a time while a stream or a GPU read runs.
+	void refuse_if_busy() const
+	{
+		for (StreamCore *st : h->streams)
+			if (!st->stopped)
+				throw mprace::Error(EBUSY, "a stream is running on this board: stop it before other transfers");
+#ifdef MPRACE_PY_CUDA
+		for (GpuStageCore *g : h->gpu_stages)
+			if (g->running)
+				throw mprace::Error(EBUSY, "a GPU stage is reading from this board: wait for it first");
+#endif
+	}
 
 	nb::dict info() const
 	{
@@ -568,9 +809,7 @@ struct BoardCore {
 	TransferCore start(bool c2h, nb::object buf, std::uint64_t offset, std::uint64_t length)
 	{
 		BufferCore &b = nb::cast<BufferCore &>(buf);
-		for (StreamCore *st : h->streams)
-			if (!st->stopped)
-				throw mprace::Error(EBUSY, "a stream is running on this board: stop it before other transfers");
+		refuse_if_busy();
 		if (b.h != h)
 			throw nb::value_error("the buffer belongs to another board");
 		mprace::DMABuffer &d = b.buffer();
@@ -586,6 +825,7 @@ struct BoardCore {
 			   Py_ssize_t itemsize)
 	{
 		mprace::Board &b = board();
+		refuse_if_busy();
 		auto st = std::make_unique<StreamCore>(h);
 		st->format = fmt;
 		st->typestr = typestr;
@@ -599,6 +839,24 @@ struct BoardCore {
 		st->pool->start_stream(o);
 		return st.release();
 	}
+
+#ifdef MPRACE_PY_CUDA
+	GpuStageCore *gpu_stage(std::size_t buffer_bytes, std::size_t count, int device)
+	{
+		mprace::Board &b = board();
+		device = checked_device(device);
+		bufmgr::cuda::CudaOptions o;
+		o.device = device;
+		auto g = std::make_unique<GpuStageCore>(h);
+		g->device = device;
+		g->buffer_bytes = buffer_bytes;
+		g->count = count;
+		nb::gil_scoped_release unlocked; // registers the buffers: milliseconds
+		g->stage = std::make_unique<GpuStage>(bufmgr::MpraceTransfer(b, engine(), bufmgr::MemoryKind::user),
+						      count, buffer_bytes, o);
+		return g.release();
+	}
+#endif
 
 	// The test logic feeds the channels: take the engine first (its reset of the channels
 	// would drop what a source produced ahead for them).
@@ -655,12 +913,32 @@ NB_MODULE(_core, m)
 		"A transfer failed in the engine (bus error, descriptor error, stall timeout) or was aborted. "
 		"Attributes: engine_error (the spec's code), engine_error_name, bytes (moved before it failed).",
 		PyExc_OSError, nullptr);
+	g_cuda_error = PyErr_NewExceptionWithDoc(
+		"mprace.CudaError",
+		"CUDA failed or is not there (no GPU or driver: errno ENODEV). Attribute: cuda_error (CUDA's name "
+		"of the error, e.g. 'cudaErrorNoDevice').",
+		PyExc_OSError, nullptr);
 	m.attr("NoBoardError") = nb::borrow(g_no_board);
+	m.attr("CudaError") = nb::borrow(g_cuda_error);
 	m.attr("TransferTimeout") = nb::borrow(g_timeout);
 	m.attr("EngineError") = nb::borrow(g_engine_error);
 	nb::register_exception_translator(translate);
 
 	m.def("list_devices", &mprace::Board::list, "Device names: /dev/fpgaN, then emu: and sim:.");
+#ifdef MPRACE_PY_CUDA
+	m.attr("built_with_cuda") = true;
+	m.def("cuda_unavailable_reason", [] {
+		std::string why = bufmgr::cuda::unavailable_reason();
+		return why;
+	});
+	m.def("cuda_device_count", [] { return bufmgr::cuda::device_count(); });
+#else
+	m.attr("built_with_cuda") = false;
+	m.def("cuda_unavailable_reason", [] {
+		return std::string("this build of mprace has no CUDA support (the CUDA toolkit was not found when it was built)");
+	});
+	m.def("cuda_device_count", [] { return 0; });
+#endif
 
 	nb::class_<BufferCore>(m, "Buffer", nb::type_slots(buffer_slots),
 			       "A DMA buffer of a board (Board.alloc, Board.wrap): usable wherever NumPy takes an array,\n"
@@ -694,6 +972,19 @@ NB_MODULE(_core, m)
 			return numpy().attr("asarray")(self).attr("__dlpack__")(*a, **k);
 		})
 		.def("__dlpack_device__", [](nb::handle) { return nb::make_tuple(1, 0); }, "(kDLCPU, 0): host memory.")
+		.def("cuda", [](nb::handle self, std::optional<int> device, bool host) {
+			if (device && *device < 0)
+				throw nb::value_error("device is a CUDA device number >= 0, or None (the current one)");
+			return cuda_view(self, device ? *device : -1, host);
+		}, nb::arg("device").none() = nb::none(), nb::arg("host") = false,
+		     "The buffer for GPU libraries, without a copy: user memory registered with CUDA as mapped\n"
+		     "host memory (once; until this Buffer object goes) and returned as an array object with\n"
+		     "__dlpack__ on CUDA device `device` (default: the current one), whose data pointer is the\n"
+		     "GPU's address of this memory: cupy.from_dlpack(buf.cuda()), torch.from_dlpack(buf.cuda()).\n"
+		     "GPU kernels read and write it across the bus. host=True describes it as CUDA host memory\n"
+		     "(kDLCUDAHost) instead. Kernel memory: ValueError; no GPU: CudaError.")
+		.def_prop_ro("cuda_registered", [](BufferCore &b) { return b.cuda_registered; },
+			     "Whether cuda() has registered it with CUDA (until the Buffer object goes).")
 		.def("__len__", [](BufferCore &b) { return b.shape.empty() ? 0 : b.shape[0]; })
 		.def("__getitem__", [](nb::handle self, nb::handle key) {
 			nb::object a = numpy().attr("asarray")(self);
@@ -753,6 +1044,16 @@ NB_MODULE(_core, m)
 		.def("stats", &StreamCore::stats)
 		.def_prop_ro("stopped", [](StreamCore &s) { return s.stopped; });
 
+#ifdef MPRACE_PY_CUDA
+	nb::class_<GpuStageCore>(m, "_GpuStage")
+		.def("read", &GpuStageCore::read, nb::arg("dst").noconvert(), nb::arg("nbytes"), nb::arg("timeout_s"))
+		.def("close", &GpuStageCore::close)
+		.def_prop_ro("closed", [](GpuStageCore &g) { return !g.stage || g.closing; })
+		.def_prop_ro("device", [](GpuStageCore &g) { return g.device; })
+		.def_prop_ro("buffer_bytes", [](GpuStageCore &g) { return g.buffer_bytes; })
+		.def_prop_ro("count", [](GpuStageCore &g) { return g.count; });
+#endif
+
 	nb::class_<BoardCore>(m, "_Board")
 		.def(nb::init<const std::string &>())
 		.def("close", &BoardCore::close)
@@ -765,6 +1066,9 @@ NB_MODULE(_core, m)
 		.def("transfer", &BoardCore::transfer)
 		.def("start", &BoardCore::start)
 		.def("stream", &BoardCore::stream, nb::rv_policy::take_ownership)
+#ifdef MPRACE_PY_CUDA
+		.def("gpu_stage", &BoardCore::gpu_stage, nb::rv_policy::take_ownership)
+#endif
 		.def("set_routing", &BoardCore::set_routing)
 		.def("routing", &BoardCore::routing)
 		.def("set_pattern", &BoardCore::set_pattern)

@@ -15,17 +15,20 @@ before anything reaches the board.
 """
 from __future__ import annotations
 
+import errno
 import os
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _spec
-from ._core import Buffer, Chunk, EngineError, NoBoardError, TransferTimeout, _Board, _Stream, _Transfer
+from . import _core
+from ._core import Buffer, Chunk, CudaError, EngineError, NoBoardError, TransferTimeout, _Board, _Stream, _Transfer
 from ._core import list_devices as _list_devices
 
-__all__ = ["open", "list", "Board", "Buffer", "Transfer", "Stream", "Chunk", "Registers", "NoBoardError",
-           "TransferTimeout", "EngineError", "SOURCES", "SINKS"]
+__all__ = ["open", "list", "Board", "Buffer", "Transfer", "Stream", "Chunk", "GpuStage", "Registers",
+           "NoBoardError", "TransferTimeout", "EngineError", "CudaError", "cuda_available",
+           "cuda_unavailable_reason", "SOURCES", "SINKS"]
 __version__ = "0.1.0"
 
 # TEST_CONTROL's values (spec: C2H_SOURCE, H2C_SINK)
@@ -38,6 +41,16 @@ _MEMORY = ("kernel", "user")
 def list() -> List[str]:  # noqa: A001 - the name the docs promise
     """Device names: /dev/fpgaN (kernel devices) in order, then "emu:" and "sim:"."""
     return _list_devices()
+
+
+def cuda_available() -> bool:
+    """Whether this build has CUDA support and a CUDA GPU can be used here."""
+    return _core.cuda_device_count() > 0
+
+
+def cuda_unavailable_reason() -> str:
+    """Why no CUDA GPU can be used ("" when one can): no CUDA in this build, no driver, no GPU."""
+    return _core.cuda_unavailable_reason()
 
 
 def open(name: Optional[str] = None) -> "Board":  # noqa: A001
@@ -86,6 +99,70 @@ class Stream:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class GpuStage:
+    """board -> host -> GPU (Board.gpu_stage): libbufmgr's CUDA stage, `count` user-memory DMA
+    buffers of `buffer_bytes` registered with CUDA once; the board fills one buffer while the
+    GPU's copy engine moves the one before into GPU memory."""
+
+    def __init__(self, core):
+        self._core = core
+
+    def read(self, dst, nbytes: Optional[int] = None, timeout: Optional[float] = 10.0) -> int:
+        """C2H into GPU memory: the board's next `nbytes` (default: all of dst) land in dst, a
+        C-contiguous CUDA array on the stage's device (a CuPy array, a PyTorch CUDA tensor:
+        anything with __dlpack__). Returns the bytes moved (fewer only when the board ended a
+        packet). Raises as Board.read; KeyboardInterrupt on Ctrl-C (the read is aborted)."""
+        if not hasattr(dst, "__dlpack__"):
+            raise TypeError(f"dst is a CUDA array with __dlpack__ (CuPy, PyTorch), not {type(dst).__name__}")
+        dev = dst.__dlpack_device__()
+        if dev[0] != 2:  # kDLCUDA
+            raise ValueError(f"dst is not in CUDA device memory (its DLPack device is {tuple(dev)})")
+        if nbytes is None:
+            nbytes = _dlpack_nbytes(dst)
+        if not isinstance(nbytes, (int, np.integer)) or isinstance(nbytes, bool):
+            raise TypeError("nbytes is an int")
+        _check_region(0, int(nbytes))
+        return self._core.read(dst, int(nbytes), _timeout(timeout))
+
+    def close(self) -> None:
+        """Frees its buffers (aborting a read another thread runs). Idempotent; Board.close()
+        calls it."""
+        self._core.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._core.closed
+
+    @property
+    def device(self) -> int:
+        return self._core.device
+
+    @property
+    def buffer_bytes(self) -> int:
+        return self._core.buffer_bytes
+
+    @property
+    def count(self) -> int:
+        return self._core.count
+
+    def __enter__(self) -> "GpuStage":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"CUDA device {self.device}"
+        return f"<mprace.GpuStage {self.count} x {self.buffer_bytes} bytes, {state}>"
+
+
+def _dlpack_nbytes(a) -> int:
+    n = getattr(a, "nbytes", None)
+    if n is None:  # a PyTorch tensor
+        n = a.numel() * a.element_size()
+    return int(n)
 
 
 def _region(buf) -> Tuple[Buffer, int, int]:
@@ -311,6 +388,23 @@ class Board:
             raise ValueError("count: a stream needs at least 2 buffers")
         return Stream(self._core.stream(int(buffer_bytes), int(count), memory == "kernel", overflow == "drop",
                                         int(max_buffers), dt.char, dt.str, dt.itemsize))
+
+    def gpu_stage(self, buffer_bytes: int = 1 << 20, count: int = 4, device: Optional[int] = None) -> GpuStage:
+        """board -> host -> GPU through libbufmgr's CUDA stage (see GpuStage.read). device: the
+        CUDA device (default: the current one). Raises CudaError where no GPU can be used."""
+        for v, what in ((buffer_bytes, "buffer_bytes"), (count, "count")):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+                raise TypeError(f"{what} is an int")
+        if buffer_bytes <= 0 or buffer_bytes % _spec.GRANULE:
+            raise ValueError(f"buffer_bytes ({buffer_bytes}) must be a positive multiple of {_spec.GRANULE}")
+        if count < 2:
+            raise ValueError("count: the stage needs at least 2 buffers")
+        if device is not None and (not isinstance(device, (int, np.integer)) or isinstance(device, bool)
+                                   or device < 0):
+            raise ValueError("device is a CUDA device number >= 0, or None (the current one)")
+        if not _core.built_with_cuda:
+            raise CudaError(errno.ENODEV, _core.cuda_unavailable_reason())
+        return GpuStage(self._core.gpu_stage(int(buffer_bytes), int(count), -1 if device is None else int(device)))
 
     # -- the engine's test logic (bring-up)
     def route(self, source: Optional[str] = None, sink: Optional[str] = None) -> Tuple[str, str]:
