@@ -567,7 +567,7 @@ nb::object cuda_view(nb::handle self, int device, bool as_host)
 	return nb::cast(a, nb::rv_policy::reference);
 #else
 	(void)device, (void)as_host;
-	set_os_error(g_cuda_error, ENODEV, "this build of mprace has no CUDA support (the CUDA toolkit was not found when it was built)");
+	set_os_error(g_cuda_error, ENODEV, "this build of mprace has no CUDA support (it was built without the CUDA toolkit)");
 	throw nb::python_error();
 #endif
 }
@@ -935,7 +935,7 @@ NB_MODULE(_core, m)
 #else
 	m.attr("built_with_cuda") = false;
 	m.def("cuda_unavailable_reason", [] {
-		return std::string("this build of mprace has no CUDA support (the CUDA toolkit was not found when it was built)");
+		return std::string("this build of mprace has no CUDA support (it was built without the CUDA toolkit)");
 	});
 	m.def("cuda_device_count", [] { return 0; });
 #endif

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Every ```python block of docs/python.md runs (in a fresh interpreter, on the virtual board).
-A block whose first lines say "# needs: MODULE" is skipped where MODULE is not installed."""
+A block whose first lines say "# needs: MODULE ..." is skipped where a MODULE is not installed
+("gpu": where no CUDA GPU can be used)."""
 import importlib.util
 import os
 import re
@@ -8,6 +9,8 @@ import subprocess
 import sys
 
 import pytest
+
+import mprace
 
 DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "python.md")
 
@@ -21,8 +24,12 @@ def blocks():
 
 @pytest.mark.parametrize("code", list(blocks()))
 def test_doc_example_runs(code, tmp_path):
-    for need in re.findall(r"^# needs: (\S+)", code, re.M):
-        if importlib.util.find_spec(need) is None:
-            pytest.skip(f"{need} is not installed")
+    for line in re.findall(r"^# needs: (.+)$", code, re.M):
+        for need in line.split():
+            if need == "gpu":
+                if not mprace.cuda_available():
+                    pytest.skip(mprace.cuda_unavailable_reason())
+            elif importlib.util.find_spec(need) is None:
+                pytest.skip(f"{need} is not installed")
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -9,9 +9,12 @@ without a copy, transfers (blocking and asynchronous) and the engine's test logi
         board.read(buf)                         # C2H: the board writes buf
         print(np.asarray(buf)[:4])
 
+With CUDA: buf.cuda() is the buffer as a GPU array for CuPy/PyTorch (DLPack, no copy) and
+board.gpu_stage() moves the board's data into their arrays (libbufmgr's FPGA -> host -> GPU stage).
+
 docs/python.md is the guide and the reference. Errors are OSError subclasses carrying the errno
-(NoBoardError, TransferTimeout, EngineError) or ValueError/TypeError for bad arguments, raised
-before anything reaches the board.
+(NoBoardError, TransferTimeout, EngineError, CudaError) or ValueError/TypeError for bad arguments,
+raised before anything reaches the board.
 """
 from __future__ import annotations
 

@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """What Python costs on top of the C++ library, measured against dmabench in one run:
 
-    python -m mprace.bench [--device emu:] [--dmabench PATH] [--sizes 1M,4M,16M] [--csv FILE]
+    python -m mprace.bench [--device emu:] [--dmabench PATH] [--sizes 1M,4M,16M] [--gpu] [--csv FILE]
 
 For each size S: a stream of S-byte buffers (8 of them, the pattern generator as source) consumed
 in Python, against dmabench's pooled-buffer mode pbSx8-c2h (libbufmgr's same pool of 8 buffers
 of S, in C++) reading 16 S at a time; and the median of blocking 4 KiB reads from Python against
-dmabench's lat-c2h at 4 KiB. Prints a table
-and the ratios; --csv writes them. The figures of docs/python.md come from this command.
+dmabench's lat-c2h at 4 KiB. With --gpu (a CUDA build of both, CuPy or PyTorch, a GPU): the
+GPU stage (Board.gpu_stage, 4 buffers of S) reading 16 S at a time into a GPU array, against
+dmabench's fi-pbSx4 (libbufmgr's same stage in C++). Prints a table and the ratios; --csv writes
+them. The figures of docs/python.md come from this command.
 """
 import argparse
 import csv
@@ -69,6 +71,30 @@ def python_read_latency(device: str, reads: int) -> float:
         return statistics.median(times)
 
 
+def gpu_zeros(nbytes: int):
+    """nbytes of GPU memory as a CuPy array, else a PyTorch tensor."""
+    try:
+        import cupy
+        return cupy.zeros(nbytes, dtype=cupy.uint8)
+    except ImportError:
+        import torch
+        return torch.zeros(nbytes, dtype=torch.uint8, device="cuda")
+
+
+def python_gpu_stage(device: str, size: int, seconds: float) -> float:
+    """Bytes per second of Board.gpu_stage (4 buffers of `size`) reading 16 `size` at a time."""
+    with mprace.open(device) as board:
+        board.route(source="pattern")
+        dst = gpu_zeros(16 * size)
+        with board.gpu_stage(buffer_bytes=size, count=4) as stage:
+            stage.read(dst)  # warm up
+            n = 0
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < seconds:
+                n += stage.read(dst)
+            return n / (time.perf_counter() - t0)
+
+
 def dmabench(exe: str, device: str, modes: str, sizes: str, seconds: float) -> dict:
     """{(mode, bytes): (MB/s, p50 µs or None)} from one dmabench run."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -99,6 +125,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="1M,4M,16M", help="stream buffer sizes (default 1M,4M,16M)")
     ap.add_argument("--seconds", type=float, default=1.0, help="time per stream measurement (default 1)")
     ap.add_argument("--reads", type=int, default=2000, help="4 KiB reads timed (default 2000)")
+    ap.add_argument("--gpu", action="store_true", help="also the GPU stage against dmabench's fi-pb<S>x4")
     ap.add_argument("--csv", help="write the rows to this file")
     a = ap.parse_args(argv)
     if not a.dmabench:
@@ -113,11 +140,20 @@ def main(argv=None) -> int:
     for s in sizes:  # the pool pipelines only over reads of several buffers
         ref.update(dmabench(a.dmabench, a.device, f"pb{size_name(s)}x8-c2h", str(16 * s), a.seconds))
     ref.update(dmabench(a.dmabench, a.device, "lat-c2h", "4096", a.seconds))
+    if a.gpu:
+        if not mprace.cuda_available():
+            sys.exit(f"mprace.bench: --gpu: {mprace.cuda_unavailable_reason()}")
+        for s in sizes:
+            ref.update(dmabench(a.dmabench, a.device, f"fi-pb{size_name(s)}x4", str(16 * s), a.seconds))
     rows = []
     for s in sizes:
         py = python_stream(a.device, s, a.seconds) / 1e6
         c = ref.get((f"pb{size_name(s)}x8-c2h", 16 * s), [0.0])[0]
         rows.append(("stream", s, py, c, py / c if c else float("nan"), "MB/s"))
+    for s in sizes if a.gpu else []:
+        py = python_gpu_stage(a.device, s, a.seconds) / 1e6
+        c = ref.get((f"fi-pb{size_name(s)}x4", 16 * s), [0.0])[0]
+        rows.append(("gpu stage", s, py, c, py / c if c else float("nan"), "MB/s"))
     py_lat = python_read_latency(a.device, a.reads)
     c_lat = ref.get(("lat-c2h", 4096), [0.0, None])[1] or float("nan")
     rows.append(("read 4 KiB p50", 4096, py_lat, c_lat, py_lat - c_lat, "us (last column: Python - C)"))
