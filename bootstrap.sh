@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # The two-command quick start (README.md):
 #   ./bootstrap.sh bench   set up, build, run dmabench on the default board, name the files written
 #   ./bootstrap.sh check   set up, build, run every test suite (and the sanitizer builds)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Reproduces docs/results/bufmgr.md: the buffer managers (DoubleBuffer, PooledBuffer) against
 # raw DMA on the virtual board at gen3x8 and gen4x16, with the plain copy and with the int16 <->
 # float conversion, on one copy thread and on several, next to the host's own copy limit; the

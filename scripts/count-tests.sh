@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # Sums the results of every test that automake's drivers recorded (*.trs files) under the
 # given build directories and prints "N passed, M failed[, K skipped]". With the TAP driver
 # each TAP line is one result, so a suite counts its real test cases, not its programs.

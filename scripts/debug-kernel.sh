@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # debug-kernel.sh BUILD_DIR: builds Linux 6.1 from Debian's linux-source-6.1 with a small
 # config plus KASAN, lockdep (PROVE_LOCKING), DEBUG_ATOMIC_SLEEP and DMA_API_DEBUG
 # (tests/kernel/debug-kernel/debug.config) in BUILD_DIR/debug-kernel, and pcidriver.ko

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Reproduces docs/results/gpu-pipeline.md: FPGA -> host -> GPU (and back) through the virtual
 # board on a real GPU, with the data checked on the GPU.
 #

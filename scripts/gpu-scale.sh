@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Reproduces docs/results/gpu-scale.md: board -> host -> GPU on several GPUs at once
 # (dmabench --gpus), one board fanning out to N GPUs and N boards each feeding its own GPU,
 # with the data checked on every GPU, against what each GPU's own host link and the host's

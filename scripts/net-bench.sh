@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # net-bench.sh: the figures of docs/results/network.md, all in one run.
 #
 #   1. per transport (UCX_TLS) and chunk size: ucx_perftest's active-message bandwidth

@@ -167,6 +167,7 @@ def gen_vhdl(s):
     e = s["engine"]
     out = []
     w = out.append
+    w("-- SPDX-License-Identifier: GPL-2.0")
     w(f"-- {GENERATED}")
     w("-- The register map, descriptor layout and error codes of the DMA engine (docs/dma-engine.md).")
     w("library ieee;")

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_board_us_gen3x8: the engine attached to the UltraScale PCIe block (PG156,
 -- pcie3_ultrascale) configured as hdl/README.md "Attaching to a board" says (Gen3 x8, 256-bit
 -- AXI4-Stream at 250 MHz). Instantiate it in the board's top level and connect the user

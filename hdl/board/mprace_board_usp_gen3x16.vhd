@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_board_usp_gen3x16: the 512-bit engine attached to the UltraScale+ PCIe block (PG213,
 -- pcie4_uscale_plus) configured as hdl/README.md "Attaching to a board" says (Gen3 x16 or
 -- Gen4 x8, 512-bit AXI4-Stream at 250 MHz, RQ and RC straddling on, CQ and CC straddling off),

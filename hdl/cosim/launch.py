@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Starts the simulated board for libpcidriver's "sim:" device (docs/cosim.md).
 
 Run by the application's libpcidriver (vboard/src/sim_backend.c) with the venv's Python and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The PCIe environment of mprace_dma_top (the HDL suite and the co-simulation's sim_board.py
 import it from here): the engine between cocotbext-pcie's RootComplex and its model of
 the Xilinx PCIe block at the engine's width: UltraScalePcieDevice (Gen3 x8) for data_w_g = 256,

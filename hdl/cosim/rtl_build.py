@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The RTL's source list (one place: the HDL suite, the co-simulation's launch.py and the
 synthesis estimate read it) and the GHDL build and cocotb run of the HDL suite.
 

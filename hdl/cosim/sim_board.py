@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The board behind libpcidriver's "sim:" device (docs/cosim.md): the RTL engine (mprace_dma_top)
 between cocotbext-pcie's UltraScalePcieDevice and RootComplex, as in the HDL suite, driven by an
 application instead of a test.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The socket protocol between libpcidriver's "sim:" backend (vboard/src/sim_backend.c) and the
 simulated board (sim_board.py): its one definition on this side. tests/vboard/sim-wire.sh
 checks that the C side's header layout and numbers are these.

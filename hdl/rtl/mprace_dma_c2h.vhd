@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_dma_c2h: the card-to-host channel (index 0). Descriptor fetcher, C2H data ring with its
 -- source stage, write engine, and the channel sequencing between them and the register file:
 --   * while RUNNING it passes fetched descriptors to the write engine in order; it stops taking
@@ -63,6 +64,7 @@ entity mprace_dma_c2h is
 end entity mprace_dma_c2h;
 
 architecture rtl of mprace_dma_c2h is
+  constant datapath_ok_c : boolean := datapath_ok("mprace_dma_c2h", data_w_g);
 
   constant DATA_W_c : natural := data_w_g;
   constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat

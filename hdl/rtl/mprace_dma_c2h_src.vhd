@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_dma_c2h_src: the C2H data source side. Takes the selected source stream (user,
 -- pattern generator or H2C loopback) into the C2H data ring as a dense stream of dwords and
 -- remembers where packets end (tlast), so that the write engine can cut a descriptor there.
@@ -47,6 +48,7 @@ entity mprace_dma_c2h_src is
 end entity mprace_dma_c2h_src;
 
 architecture rtl of mprace_dma_c2h_src is
+  constant datapath_ok_c : boolean := datapath_ok("mprace_dma_c2h_src", data_w_g);
 
   constant DATA_W_c : natural := data_w_g;
   constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat

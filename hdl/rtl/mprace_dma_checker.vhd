@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_dma_checker: the H2C pattern checker (H2C sink 1). Takes every beat, compares each
 -- received dword with CHECK_SEED + n (n counts dwords since the last CHECK_SEED write) and
 -- counts compared words (CHECK_WORDS, wrapping) and mismatches (CHECK_ERRORS, saturating).
@@ -29,6 +30,7 @@ entity mprace_dma_checker is
 end entity mprace_dma_checker;
 
 architecture rtl of mprace_dma_checker is
+  constant datapath_ok_c : boolean := datapath_ok("mprace_dma_checker", data_w_g);
 
   constant DATA_W_c : natural := data_w_g;
   constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_dma_desc_fetch: reads a channel's descriptors from its ring in host memory, ahead of
 -- the engine but never beyond TAIL, checks each one and queues it for the channel in order.
 --   * Before each fetch it checks the ring configuration (RING_BASE 32-byte aligned, RING_SIZE a
@@ -66,6 +67,7 @@ entity mprace_dma_desc_fetch is
 end entity mprace_dma_desc_fetch;
 
 architecture rtl of mprace_dma_desc_fetch is
+  constant datapath_ok_c : boolean := datapath_ok("mprace_dma_desc_fetch", data_w_g);
 
   constant DATA_W_c : natural := data_w_g;
   constant LANES_c  : natural := data_w_g / 32;

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_dma_h2c: the host-to-card channel (index 1). Descriptor fetcher, read engine, H2C data
 -- ring and the output side that hands the data to the H2C sink in order:
 --   * the issue side gives each fetched descriptor a contiguous region of the ring and a job to
@@ -77,6 +78,7 @@ entity mprace_dma_h2c is
 end entity mprace_dma_h2c;
 
 architecture rtl of mprace_dma_h2c is
+  constant datapath_ok_c : boolean := datapath_ok("mprace_dma_h2c", data_w_g);
 
   constant DATA_W_c : natural := data_w_g;
   constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat

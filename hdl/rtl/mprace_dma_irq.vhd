@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_dma_irq: raises the interrupts of IRQ_STATUS through the core's configuration
 -- interrupt interface. A source raises an interrupt when (IRQ_STATUS and IRQ_ENABLE) of its bit
 -- goes from 0 to 1: its bit is set while enabled, or it is enabled while pending.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_dma_patgen: the C2H pattern generator (C2H source 1). An endless stream of 32-bit
 -- little-endian words, word n after the last PATGEN_SEED write being SEED + n (mod 2**32),
 -- a full beat at a time (8 or 16 words), never ending a packet. PATGEN_RATE limits it to that
@@ -30,6 +31,7 @@ entity mprace_dma_patgen is
 end entity mprace_dma_patgen;
 
 architecture rtl of mprace_dma_patgen is
+  constant datapath_ok_c : boolean := datapath_ok("mprace_dma_patgen", data_w_g);
 
   constant DATA_W_c : natural := data_w_g;
   constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_dma_pkg: what the engine's entities share that is not part of the engine specification:
 -- the Xilinx AXI4-Stream interfaces' sideband widths at 256 bits (PG156) and 512 bits (PG213,
 -- DWORD-aligned mode), the engine's internal RQ sideband, the control bundles between the
@@ -134,6 +135,9 @@ package mprace_dma_pkg is
   ---------------------------------------------------------------------------------------------
   -- Helpers
   ---------------------------------------------------------------------------------------------
+  -- Elaboration check of a data_w_g generic: fails with unit_name unless it is 256 or 512.
+  -- Each entity calls it in its first constant, before anything is derived from the width.
+  function datapath_ok(unit_name : string; data_w : positive) return boolean;
   function log2ceil(n : positive) return natural;
   function dw(b : std_logic_vector; i : natural) return dword_t;   -- dword i of a beat
   function ones(n : natural; width : natural) return std_logic_vector;   -- n low bits of width set
@@ -197,6 +201,14 @@ package body mprace_dma_pkg is
   function cfg_mps_w(data_w : positive) return positive is
   begin
     if data_w = 512 then return 2; else return 3; end if;
+  end function;
+
+  function datapath_ok(unit_name : string; data_w : positive) return boolean is
+  begin
+    assert data_w = 256 or data_w = 512
+      report unit_name & ": data_w_g is 256 or 512 bits, not " & integer'image(data_w)
+      severity failure;
+    return data_w = 256 or data_w = 512;
   end function;
 
   function log2ceil(n : positive) return natural is

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_dma_rd: the H2C read engine, keyed by tag. It splits each job (host address, length,
 -- ring position) into memory read requests and writes their completions into the H2C data
 -- ring, each at the place its tag remembers, so split and reordered completions need no
@@ -79,6 +80,7 @@ entity mprace_dma_rd is
 end entity mprace_dma_rd;
 
 architecture rtl of mprace_dma_rd is
+  constant datapath_ok_c : boolean := datapath_ok("mprace_dma_rd", data_w_g);
 
   constant DATA_W_c : natural := data_w_g;
   constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat

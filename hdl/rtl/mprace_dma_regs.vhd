@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_dma_regs: the BAR0 register file and the channel state machines (IDLE, RUNNING,
 -- ERROR), driven by the register bus of mprace_pcie_us_cq_cc. It owns HEAD, TAIL, BYTES, the
 -- ring configuration, IRQ_STATUS/IRQ_ENABLE and the test-logic settings; the channels report
@@ -54,6 +55,7 @@ entity mprace_dma_regs is
 end entity mprace_dma_regs;
 
 architecture rtl of mprace_dma_regs is
+  constant datapath_ok_c : boolean := datapath_ok("mprace_dma_regs", data_w_g);
 
   constant BYTES_c  : natural := data_w_g / 8;
 

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_dma_top: the MPRACE scatter-gather DMA engine, attached to the AXI4-Stream interfaces of
 -- the Xilinx PCIe blocks (DWORD-aligned, client tags, 250 MHz): data_w_g = 256 for
 -- the 7-series Gen3 / UltraScale block (PG023 / PG156, Gen3 x8), 512 for the UltraScale+ block
@@ -108,6 +109,7 @@ entity mprace_dma_top is
 end entity mprace_dma_top;
 
 architecture rtl of mprace_dma_top is
+  constant datapath_ok_c : boolean := datapath_ok("mprace_dma_top", data_w_g);
 
   constant DATA_W_c : natural := data_w_g;
   constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
@@ -202,9 +204,6 @@ architecture rtl of mprace_dma_top is
 
 begin
 
-  assert data_w_g = 256 or data_w_g = 512
-    report "mprace_dma_top: data_w_g is 256 (7-series / UltraScale) or 512 (UltraScale+)"
-    severity failure;
   assert 2**SLOT_W_c = RING_MAX_ENTRIES_c and DESC_RESULT_STATUS_c = DESC_RESULT_BYTES_c + 4
     report "mprace_dma_top: engine_spec_pkg does not match the layout this engine implements"
     severity failure;

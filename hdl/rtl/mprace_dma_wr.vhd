@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_dma_wr: the C2H write engine. For each descriptor (job) it moves LEN bytes from the C2H
 -- data ring to host memory as memory write TLPs, then writes the completion record, and reports
 -- the descriptor to the channel once the record has been taken by the core.
@@ -80,6 +81,7 @@ entity mprace_dma_wr is
 end entity mprace_dma_wr;
 
 architecture rtl of mprace_dma_wr is
+  constant datapath_ok_c : boolean := datapath_ok("mprace_dma_wr", data_w_g);
 
   constant DATA_W_c : natural := data_w_g;
   constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_dword_ring: a ring of 2**depth_log2_g dwords in one dword-wide RAM bank per lane of the
 -- datapath (8 at 256 bits, 16 at 512), written and read one beat per clock at any dword position. It lets both data paths work at the
 -- 4-byte granule of the spec without a shifter network in front of a wide RAM:
@@ -32,6 +33,7 @@ entity mprace_dword_ring is
 end entity mprace_dword_ring;
 
 architecture rtl of mprace_dword_ring is
+  constant datapath_ok_c : boolean := datapath_ok("mprace_dword_ring", data_w_g);
 
   constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
 

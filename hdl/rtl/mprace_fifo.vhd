@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_fifo: small synchronous first-word-fall-through FIFO with valid/ready handshakes on
 -- both sides (distributed RAM). Used for the engine's staging queues: descriptor entries,
 -- packet-end positions, issue order of read tags and the output beats of the data paths.

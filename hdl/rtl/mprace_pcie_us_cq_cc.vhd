@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_pcie_us_cq_cc: BAR0 programmed I/O. Turns memory requests from the core's completer
 -- request interface (s_axis_cq_*) into register accesses and answers reads on the completer
 -- completion interface (m_axis_cc_*). One request at a time: a read holds off CQ until its
@@ -50,6 +51,7 @@ entity mprace_pcie_us_cq_cc is
 end entity mprace_pcie_us_cq_cc;
 
 architecture rtl of mprace_pcie_us_cq_cc is
+  constant datapath_ok_c : boolean := datapath_ok("mprace_pcie_us_cq_cc", data_w_g);
 
   constant DATA_W_c : natural := data_w_g;
   constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_pcie_us_rc: the requester completion interface (s_axis_rc_*, 256 or 512 bits,
 -- DWORD-aligned) as a stream of payload-aligned completion beats: dword k of a beat is payload
 -- dword LANES*j + k of its completion (j counts the completion's beats), cpl_keep marks the
@@ -53,6 +54,7 @@ entity mprace_pcie_us_rc is
 end entity mprace_pcie_us_rc;
 
 architecture rtl of mprace_pcie_us_rc is
+  constant datapath_ok_c : boolean := datapath_ok("mprace_pcie_us_rc", data_w_g);
 
   constant DATA_W_c : natural := data_w_g;
   constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
@@ -178,8 +180,6 @@ architecture rtl of mprace_pcie_us_rc is
 
 begin
 
-  assert data_w_g = 256 or data_w_g = 512
-    report "mprace_pcie_us_rc: data_w_g must be 256 or 512" severity failure;
   assert not straddle_g or data_w_g = 512
     report "mprace_pcie_us_rc: RC straddling is implemented for the 512-bit interface only"
     severity failure;

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- mprace_pcie_us_rq_mux: merges the engine's request streams onto the core's requester request
 -- interface (m_axis_rq_*). Inputs are complete RQ packets (descriptor + payload, DWORD-aligned
 -- mode); the mux grants them round-robin and switches only at packet boundaries. Input
@@ -50,6 +51,7 @@ entity mprace_pcie_us_rq_mux is
 end entity mprace_pcie_us_rq_mux;
 
 architecture rtl of mprace_pcie_us_rq_mux is
+  constant datapath_ok_c : boolean := datapath_ok("mprace_pcie_us_rq_mux", data_w_g);
 
   constant DATA_W_c : natural := data_w_g;
   constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- Generated from spec/dma-engine.toml by spec/gen-spec.py: do not edit.
 -- The register map, descriptor layout and error codes of the DMA engine (docs/dma-engine.md).
 library ieee;

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # The HDL test suite (tests/hdl: GHDL + cocotb + cocotbext-pcie through pytest), reported as
 # TAP on stdout: one test point per pytest test case. Everything else goes to stderr.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # kcheck.sh: pcidriver.ko builds without a diagnostic under W=1 and sparse against every kernel
 # the QEMU suite boots (make -C pcidriver/kernel kcheck), one TAP line per kernel.
 # Environment (set by tests/kernel/Makefile.am): KERNEL_RELEASES, KMOD_BUILD_DIR.

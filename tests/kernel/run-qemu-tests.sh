@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # run-qemu-tests.sh: the QEMU suite of pcidriver.ko, as TAP on stdout.
 #
 # Packs busybox, pcidriver.ko and pdtest (with the shared libraries it needs) into an

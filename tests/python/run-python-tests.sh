@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # The Python package (python/, docs/python.md): built against this build tree into a venv and
 # tested with pytest (tests/python), reported as TAP on stdout, one test point per test case.
 #

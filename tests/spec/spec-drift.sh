@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # Fails when a file generated from spec/dma-engine.toml (C header, VHDL package,
 # Python module, kernel ID table, doc tables)
 # differs from what the TOML generates: the register map exists in exactly one place.

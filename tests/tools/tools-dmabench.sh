@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # dmabench end to end (TAP): usage errors, the files and their schema, GPU modes where there
 # is no GPU, data verification of every board mode on the virtual board, and the fitted
 # bandwidth against the link preset's documented rate.

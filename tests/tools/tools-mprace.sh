@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # The mprace CLI on the virtual board (TAP): outputs parsed and checked, data compared byte for
 # byte, bad arguments -> usage message and status 2.
 . "${top_srcdir:-../..}/tests/tools/tools-tap.sh"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # The network stage's tools end to end (TAP): mprace-recv's usage errors; dmabench's net modes
 # into mprace-recv over TCP and shared memory, one and two senders, the pattern checked at the
 # receiver; a refused connection; Ctrl-C on the receiver; and the same across two network

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Shared by the tools' shell suites (sourced): TAP output and the programs under test.
 # top_builddir/top_srcdir come from the test environment (Makefile.am); the defaults let a
 # suite run by hand from tests/tools of the build tree.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # The socket protocol of "sim:" is defined once, in hdl/cosim/wire.py; the C side's numbers
 # (vboard/src/sim_wire.h) must be the same (TAP).
 exec "${PYTHON:-python3}" - "$top_srcdir" <<'PY'

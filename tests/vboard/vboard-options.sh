@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
 # The options tables of docs/virtual-board.md (emu:) and docs/cosim.md (sim:) are generated
 # from the one table both backends' parser uses (vboard/src/options.c): this test fails when
 # they differ (TAP).

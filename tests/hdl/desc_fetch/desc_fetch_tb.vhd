@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- desc_fetch_tb: mprace_dma_desc_fetch behind the requester-completion adapter
 -- (mprace_pcie_us_rc), with the channel-control record and the descriptor queue on flat
 -- ports, so that a cocotb test can play the host: answer the fetcher's read requests with

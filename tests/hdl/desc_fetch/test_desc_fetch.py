@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """mprace_dma_desc_fetch on its own (docs/dma-engine.md sections 2-5), behind the RC adapter.
 
 The test plays software and host memory: it queues seeded random descriptors into a small ring

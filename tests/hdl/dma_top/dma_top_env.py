@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """What the tests of mprace_dma_top share: the test bench with the pytest case's model settings,
 a checker of every request TLP, ring and buffer helpers, and run(), which runs one cocotb test
 of a module in a fresh simulation at one of the widths.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """mprace_dma_top: registers, the test logic (pattern generator, checker, loopback,
 TEST_CONTROL), interrupts, ring control and the status after control writes.
 

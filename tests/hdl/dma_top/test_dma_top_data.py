@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """mprace_dma_top: data byte for byte in both directions (MPS, MRRS, split and reordered
 completions, pauses, packets), 64-bit addresses, throughput figures, the largest descriptor and
 the soak.

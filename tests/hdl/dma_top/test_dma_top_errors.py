@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """mprace_dma_top: abort and reset (also during transfers), timeouts, descriptor errors and
 data read errors.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """mprace_dword_ring on its own: writes of up to eight dwords at any position with any lane
 enables, reads of eight dwords at any position one clock later, against a Python model of the
 ring (read-first when a position is written in the clock it is read)."""

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- rd_tb: the H2C read engine (mprace_dma_rd) behind the requester-completion adapter
 -- (mprace_pcie_us_rc), with the link settings on flat ports and the ring write port exposed, so
 -- that a cocotb test can play the host (answering read requests with split, reordered or failed

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """mprace_dma_rd on its own, behind the RC adapter (docs/dma-engine.md sections 3-5).
 
 The test plays the host and the H2C channel. It queues seeded random jobs (any dword address,

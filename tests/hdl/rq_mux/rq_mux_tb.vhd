@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- rq_mux_tb: mprace_pcie_us_rq_mux with three inputs on separate ports, so that cocotbext-axi
 -- sources can drive them (the mux takes its inputs concatenated).
 library ieee;

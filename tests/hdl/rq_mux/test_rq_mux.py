@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """mprace_pcie_us_rq_mux with cocotbext-axi: three sources send random packets at random times
 while the output stalls at random; each packet must come out whole (no beats of another input
 inside it, tvalid high from first to last beat), unchanged, in order per input, and be reported

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The engine stays synthesizable at both widths: GHDL's synthesis (ghdl --synth) elaborates
 mprace_dma_top into a netlist without errors and without inferring a latch. A rough resource estimate from Yosys
 is made by yosys_estimate.py in this directory (not part of the suite)."""

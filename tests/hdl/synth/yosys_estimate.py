@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
 """Rough resource estimate of mprace_dma_top: GHDL synthesizes the VHDL to a Verilog netlist,
 Yosys maps it with synth_xilinx (UltraScale). Needs ghdl and yosys (Debian packages); takes a
 few minutes. Usage: yosys_estimate.py [--width 256|512] [WORKDIR]

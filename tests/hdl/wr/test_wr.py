@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """mprace_dma_wr with the C2H source and the dword ring in front (docs/dma-engine.md sections 2-5).
 
 The test feeds seeded random data on the C2H stream (bursty; with or without packet ends), queues

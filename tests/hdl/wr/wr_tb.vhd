@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0
 -- wr_tb: the C2H write engine (mprace_dma_wr) with its data path as in mprace_dma_c2h: the
 -- source (mprace_dma_c2h_src) filling the dword ring from an AXI4-Stream, the ring, and the
 -- engine emitting memory-write TLPs; jobs and reports on flat ports, so that a cocotb test can
