@@ -33,6 +33,7 @@
 #include <string>
 #include <sys/mman.h>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "bufmgr/mprace_transfer.hpp"
@@ -575,8 +576,9 @@ nb::object cuda_view(nb::handle self, int device, bool as_host)
 #ifdef MPRACE_PY_CUDA
 // board -> host -> GPU through libbufmgr's relay (bufmgr::cuda::FpgaToGpu): `count` user-memory
 // DMA buffers of buffer_bytes, registered with CUDA once; the board fills one while the copy
-// engine moves the last into GPU memory. read() runs the relay on a thread of its own and waits
-// for it in slices with the GIL released: Ctrl-C or the timeout abort it.
+// engine moves the last into GPU memory. The stage's own thread runs each read()'s relay, while
+// read() waits for it in slices with the GIL released, so that Ctrl-C or the timeout can abort
+// it; the thread lives as long as the stage (none is started per read).
 using GpuStage = bufmgr::cuda::FpgaToGpu<bufmgr::MpraceTransfer>;
 
 struct GpuStageCore {
@@ -584,8 +586,17 @@ struct GpuStageCore {
 	std::unique_ptr<GpuStage> stage;
 	int device = 0;
 	std::size_t buffer_bytes = 0, count = 0;
-	std::atomic<bool> running{false}; // a read() is using `stage` (set and cleared by it)
+	bool running = false; // a read() is using the stage: under the GIL
 	bool closing = false;
+
+	// the job handed to the thread, under mu
+	std::mutex mu;
+	std::condition_variable cv;
+	bool job = false, finished = false, quit = false;
+	void *dst = nullptr;
+	std::size_t nbytes = 0, moved = 0;
+	std::exception_ptr error;
+	std::thread worker;
 
 	GpuStageCore(std::shared_ptr<BoardHandle> handle) : h(std::move(handle)) { h->gpu_stages.push_back(this); }
 	GpuStageCore(const GpuStageCore &) = delete;
@@ -595,8 +606,46 @@ struct GpuStageCore {
 		auto &v = h->gpu_stages;
 		v.erase(std::remove(v.begin(), v.end(), this), v.end());
 	}
-	// Aborts a read in progress (another Python thread's), waits until it no longer uses the
-	// stage, frees the buffers.
+	void start() { worker = std::thread([this] { serve(); }); }
+	void serve()
+	{
+		std::unique_lock<std::mutex> l(mu);
+		for (;;) {
+			cv.wait(l, [this] { return job || quit; });
+			if (quit) {
+				if (job) { // handed over as close() came: it ends unrun
+					job = false;
+					error = std::make_exception_ptr(mprace::Error(ECANCELED, "the GPU stage was closed"));
+					finished = true;
+					cv.notify_all();
+				}
+				return;
+			}
+			job = false;
+			l.unlock();
+			std::size_t n = 0;
+			std::exception_ptr e;
+			try {
+				n = stage->transfer(dst, nbytes);
+			} catch (...) {
+				e = std::current_exception();
+			}
+			l.lock();
+			moved = n;
+			error = e;
+			finished = true;
+			cv.notify_all();
+		}
+	}
+	// Waits (GIL released) for the job's end; true when it ended within `slice`.
+	bool wait_finished(std::chrono::milliseconds slice)
+	{
+		nb::gil_scoped_release unlocked;
+		std::unique_lock<std::mutex> l(mu);
+		return cv.wait_for(l, slice, [this] { return finished; });
+	}
+	// Aborts a read in progress (another Python thread's), waits for its end and the thread's,
+	// frees the buffers.
 	void close()
 	{
 		if (!stage)
@@ -605,88 +654,64 @@ struct GpuStageCore {
 		{
 			nb::gil_scoped_release unlocked;
 			stage->abort();
-			while (running)
-				std::this_thread::sleep_for(1ms);
+			{
+				std::lock_guard<std::mutex> l(mu);
+				quit = true;
+				cv.notify_all();
+			}
+			if (worker.joinable())
+				worker.join(); // returns after the transfer in progress, if any
 		}
 		stage.reset();
 	}
 	std::uint64_t read(nb::ndarray<nb::device::cuda, nb::c_contig> dst, std::uint64_t nbytes, double timeout_s);
 };
 
-std::uint64_t GpuStageCore::read(nb::ndarray<nb::device::cuda, nb::c_contig> dst, std::uint64_t nbytes, double timeout_s)
+std::uint64_t GpuStageCore::read(nb::ndarray<nb::device::cuda, nb::c_contig> to, std::uint64_t n, double timeout_s)
 {
 	if (h->closed)
 		closed_error();
 	if (!stage || closing)
 		throw nb::value_error("the GPU stage is closed");
-	if (dst.device_id() != device)
-		throw nb::value_error(("the destination is on CUDA device " + std::to_string(dst.device_id()) +
+	if (to.device_id() != device)
+		throw nb::value_error(("the destination is on CUDA device " + std::to_string(to.device_id()) +
 				       ", the stage on device " + std::to_string(device)).c_str());
-	if (nbytes > dst.nbytes())
-		throw nb::value_error(("nbytes (" + std::to_string(nbytes) + ") exceeds the destination (" +
-				       std::to_string(dst.nbytes()) + " bytes)").c_str());
+	if (n > to.nbytes())
+		throw nb::value_error(("nbytes (" + std::to_string(n) + ") exceeds the destination (" +
+				       std::to_string(to.nbytes()) + " bytes)").c_str());
 	for (StreamCore *st : h->streams)
 		if (!st->stopped)
 			throw mprace::Error(EBUSY, "a stream is running on this board: stop it before other transfers");
-	if (running.exchange(true))
+	if (running)
 		throw mprace::Error(EBUSY, "this GPU stage is already reading (from another thread)");
-
-	struct Job {
-		std::mutex m;
-		std::condition_variable cv;
-		bool finished = false;
-		std::size_t moved = 0;
-		std::exception_ptr error;
-	};
-	auto job = std::make_shared<Job>();
-	void *ptr = dst.data();
-	GpuStage *g = stage.get(); // stays until running is false (close() waits for that)
-	std::thread worker;
-	try {
-		nb::gil_scoped_release unlocked;
-		worker = std::thread([g, job, ptr, nbytes] {
-			try {
-				job->moved = g->transfer(ptr, nbytes);
-			} catch (...) {
-				job->error = std::current_exception();
-			}
-			std::lock_guard<std::mutex> l(job->m);
-			job->finished = true;
-			job->cv.notify_all();
-		});
-	} catch (...) {
-		running = false;
-		throw;
+	running = true;
+	{
+		std::lock_guard<std::mutex> l(mu);
+		dst = to.data();
+		nbytes = n;
+		finished = false;
+		job = true;
+		cv.notify_all();
 	}
 	auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-	auto finish = [&] {
-		nb::gil_scoped_release unlocked;
-		worker.join();
-		running = false;
-	};
-	for (;;) {
-		bool finished;
-		{
-			nb::gil_scoped_release unlocked;
-			std::unique_lock<std::mutex> l(job->m);
-			finished = job->cv.wait_for(l, 50ms, [&] { return job->finished; });
-		}
-		if (finished)
-			break;
+	while (!wait_finished(50ms)) {
 		bool interrupted = PyErr_CheckSignals() != 0;
 		if (interrupted || (timeout_s >= 0 && std::chrono::steady_clock::now() >= until)) {
-			g->abort();
-			finish();
+			if (stage) // (else close() came from another thread and aborted it)
+				stage->abort();
+			while (!wait_finished(1000ms)) {
+			}
+			running = false;
 			if (interrupted)
 				throw nb::python_error();
 			set_os_error(g_timeout, ETIMEDOUT, "the GPU read did not finish in " + std::to_string(timeout_s) + " s (aborted)");
 			throw nb::python_error();
 		}
 	}
-	finish();
-	if (job->error)
-		std::rethrow_exception(job->error);
-	return job->moved;
+	running = false;
+	if (error)
+		std::rethrow_exception(std::exchange(error, nullptr));
+	return moved;
 }
 #endif
 
@@ -854,6 +879,7 @@ struct BoardCore {
 		nb::gil_scoped_release unlocked; // registers the buffers: milliseconds
 		g->stage = std::make_unique<GpuStage>(bufmgr::MpraceTransfer(b, engine(), bufmgr::MemoryKind::user),
 						      count, buffer_bytes, o);
+		g->start();
 		return g.release();
 	}
 #endif

@@ -209,6 +209,37 @@ def test_gpu_stage_and_other_transfers_exclude_each_other(board):
 
 
 @gpu
+@pytest.mark.parametrize("closer", ["stage", "board"])
+def test_close_from_another_thread_ends_a_gpu_read(closer):
+    lib, mod = gpu_libraries()[0]
+    board = mprace.open("emu:")
+    stage = board.gpu_stage(buffer_bytes=1 << 20, count=2)
+    dst = zeros(lib, mod, 1 << 22)  # 16 MiB at 1 MB/s: 16 s
+    board.route(source="pattern")
+    board.pattern(seed=7, rate=1)
+    outcome = []
+
+    def reader():
+        try:
+            outcome.append(stage.read(dst, timeout=None))
+        except OSError as e:
+            outcome.append(e)
+    t = threading.Thread(target=reader)
+    t.start()
+    import time
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    (stage if closer == "stage" else board).close()
+    t.join(10)
+    assert not t.is_alive() and time.monotonic() - t0 < 5
+    assert isinstance(outcome[0], OSError) and outcome[0].errno == errno.ECANCELED, outcome
+    assert stage.closed
+    with pytest.raises(ValueError, match="closed"):
+        stage.read(dst)
+    board.close()
+
+
+@gpu
 def test_ctrl_c_interrupts_a_gpu_read_and_exit_is_clean():
     gpu_libraries()
     prog = textwrap.dedent("""
