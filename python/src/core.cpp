@@ -28,8 +28,10 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <sys/mman.h>
 #include <thread>
@@ -40,6 +42,10 @@
 #include "bufmgr/pooled_buffer.hpp"
 #include "mprace/mprace.hpp"
 #include "vboard/vboard.h"
+
+#ifdef MPRACE_PY_UCX
+#include "bufmgr/net.hpp"
+#endif
 
 #ifdef MPRACE_PY_CUDA
 #include <nanobind/ndarray.h>
@@ -57,6 +63,7 @@ PyObject *g_no_board, *g_timeout, *g_engine_error, *g_cuda_error; // exception c
 struct BufferCore;
 struct StreamCore;
 struct GpuStageCore;
+struct NetSenderCore;
 
 struct BoardHandle {
 	std::unique_ptr<mprace::Board> board;
@@ -64,6 +71,7 @@ struct BoardHandle {
 	std::vector<BufferCore *> buffers; // alive, in creation order
 	std::vector<StreamCore *> streams; // alive
 	std::vector<GpuStageCore *> gpu_stages; // alive
+	std::vector<NetSenderCore *> net_senders; // alive
 	bool closed = false;
 
 	// After close(): the device handle goes once no memory of it can still be viewed.
@@ -573,30 +581,121 @@ nb::object cuda_view(nb::handle self, int device, bool as_host)
 #endif
 }
 
+// A thread of its own that runs one job at a time for a Python call, which waits for it in
+// slices with the GIL released so that Ctrl-C or a timeout can abort it. A GPU stage and a
+// network sender each have one for their life (no thread is started per call).
+class Runner {
+public:
+	Runner() : thread_([this] { serve(); }) {}
+	Runner(const Runner &) = delete;
+	~Runner() { stop(); }
+
+	// Ends the thread after the job in progress, if any (a job handed over but not started
+	// ends with ECANCELED). Call with the GIL released.
+	void stop()
+	{
+		{
+			std::lock_guard<std::mutex> l(mu_);
+			quit_ = true;
+			cv_.notify_all();
+		}
+		if (thread_.joinable())
+			thread_.join();
+	}
+	// Under the GIL: runs job on the thread and waits for it; on Ctrl-C or after timeout_s (< 0:
+	// none) calls abort() (if it is still set: the owner's close() may have cleared it), waits for
+	// the job's end and raises KeyboardInterrupt or TransferTimeout. Else returns the job's
+	// result or rethrows what it threw.
+	std::size_t run(std::function<std::size_t()> job, const std::function<void()> &abort, double timeout_s,
+			const std::string &what)
+	{
+		{
+			std::lock_guard<std::mutex> l(mu_);
+			job_ = std::move(job);
+			finished_ = false;
+			cv_.notify_all();
+		}
+		auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+		while (!wait_finished(50ms)) {
+			bool interrupted = PyErr_CheckSignals() != 0;
+			if (interrupted || (timeout_s >= 0 && std::chrono::steady_clock::now() >= until)) {
+				if (abort)
+					abort();
+				while (!wait_finished(1000ms)) {
+				}
+				if (interrupted)
+					throw nb::python_error();
+				set_os_error(g_timeout, ETIMEDOUT, what + " did not finish in " + std::to_string(timeout_s) + " s (aborted)");
+				throw nb::python_error();
+			}
+		}
+		if (error_)
+			std::rethrow_exception(std::exchange(error_, nullptr));
+		return result_;
+	}
+
+private:
+	void serve()
+	{
+		std::unique_lock<std::mutex> l(mu_);
+		for (;;) {
+			cv_.wait(l, [this] { return job_ || quit_; });
+			if (quit_) {
+				if (job_) { // handed over as stop() came: it ends unrun
+					job_ = nullptr;
+					error_ = std::make_exception_ptr(mprace::Error(ECANCELED, "closed"));
+					finished_ = true;
+					cv_.notify_all();
+				}
+				return;
+			}
+			auto job = std::move(job_);
+			job_ = nullptr;
+			l.unlock();
+			std::size_t n = 0;
+			std::exception_ptr e;
+			try {
+				n = job();
+			} catch (...) {
+				e = std::current_exception();
+			}
+			l.lock();
+			result_ = n;
+			error_ = e;
+			finished_ = true;
+			cv_.notify_all();
+		}
+	}
+	bool wait_finished(std::chrono::milliseconds slice)
+	{
+		nb::gil_scoped_release unlocked;
+		std::unique_lock<std::mutex> l(mu_);
+		return cv_.wait_for(l, slice, [this] { return finished_; });
+	}
+
+	std::mutex mu_;
+	std::condition_variable cv_;
+	std::function<std::size_t()> job_;
+	bool finished_ = false, quit_ = false;
+	std::size_t result_ = 0;
+	std::exception_ptr error_;
+	std::thread thread_; // last: starts once the rest is initialised
+};
+
 #ifdef MPRACE_PY_CUDA
 // board -> host -> GPU through libbufmgr's relay (bufmgr::cuda::FpgaToGpu): `count` user-memory
 // DMA buffers of buffer_bytes, registered with CUDA once; the board fills one while the copy
-// engine moves the last into GPU memory. The stage's own thread runs each read()'s relay, while
-// read() waits for it in slices with the GIL released, so that Ctrl-C or the timeout can abort
-// it; the thread lives as long as the stage (none is started per read).
+// engine moves the last into GPU memory. Each read() runs the relay on the stage's Runner.
 using GpuStage = bufmgr::cuda::FpgaToGpu<bufmgr::MpraceTransfer>;
 
 struct GpuStageCore {
 	std::shared_ptr<BoardHandle> h;
 	std::unique_ptr<GpuStage> stage;
+	std::unique_ptr<Runner> runner;
 	int device = 0;
 	std::size_t buffer_bytes = 0, count = 0;
 	bool running = false; // a read() is using the stage: under the GIL
 	bool closing = false;
-
-	// the job handed to the thread, under mu
-	std::mutex mu;
-	std::condition_variable cv;
-	bool job = false, finished = false, quit = false;
-	void *dst = nullptr;
-	std::size_t nbytes = 0, moved = 0;
-	std::exception_ptr error;
-	std::thread worker;
 
 	GpuStageCore(std::shared_ptr<BoardHandle> handle) : h(std::move(handle)) { h->gpu_stages.push_back(this); }
 	GpuStageCore(const GpuStageCore &) = delete;
@@ -606,46 +705,7 @@ struct GpuStageCore {
 		auto &v = h->gpu_stages;
 		v.erase(std::remove(v.begin(), v.end(), this), v.end());
 	}
-	void start() { worker = std::thread([this] { serve(); }); }
-	void serve()
-	{
-		std::unique_lock<std::mutex> l(mu);
-		for (;;) {
-			cv.wait(l, [this] { return job || quit; });
-			if (quit) {
-				if (job) { // handed over as close() came: it ends unrun
-					job = false;
-					error = std::make_exception_ptr(mprace::Error(ECANCELED, "the GPU stage was closed"));
-					finished = true;
-					cv.notify_all();
-				}
-				return;
-			}
-			job = false;
-			l.unlock();
-			std::size_t n = 0;
-			std::exception_ptr e;
-			try {
-				n = stage->transfer(dst, nbytes);
-			} catch (...) {
-				e = std::current_exception();
-			}
-			l.lock();
-			moved = n;
-			error = e;
-			finished = true;
-			cv.notify_all();
-		}
-	}
-	// Waits (GIL released) for the job's end; true when it ended within `slice`.
-	bool wait_finished(std::chrono::milliseconds slice)
-	{
-		nb::gil_scoped_release unlocked;
-		std::unique_lock<std::mutex> l(mu);
-		return cv.wait_for(l, slice, [this] { return finished; });
-	}
-	// Aborts a read in progress (another Python thread's), waits for its end and the thread's,
-	// frees the buffers.
+	// Aborts a read in progress (another Python thread's), waits for its end, frees the buffers.
 	void close()
 	{
 		if (!stage)
@@ -654,65 +714,292 @@ struct GpuStageCore {
 		{
 			nb::gil_scoped_release unlocked;
 			stage->abort();
-			{
-				std::lock_guard<std::mutex> l(mu);
-				quit = true;
-				cv.notify_all();
-			}
-			if (worker.joinable())
-				worker.join(); // returns after the transfer in progress, if any
+			runner->stop(); // returns after the transfer in progress, if any
 		}
 		stage.reset();
 	}
-	std::uint64_t read(nb::ndarray<nb::device::cuda, nb::c_contig> dst, std::uint64_t nbytes, double timeout_s);
+	std::uint64_t read(nb::ndarray<nb::device::cuda, nb::c_contig> to, std::uint64_t n, double timeout_s)
+	{
+		if (h->closed)
+			closed_error();
+		if (!stage || closing)
+			throw nb::value_error("the GPU stage is closed");
+		if (to.device_id() != device)
+			throw nb::value_error(("the destination is on CUDA device " + std::to_string(to.device_id()) +
+					       ", the stage on device " + std::to_string(device)).c_str());
+		if (n > to.nbytes())
+			throw nb::value_error(("nbytes (" + std::to_string(n) + ") exceeds the destination (" +
+					       std::to_string(to.nbytes()) + " bytes)").c_str());
+		for (StreamCore *st : h->streams)
+			if (!st->stopped)
+				throw mprace::Error(EBUSY, "a stream is running on this board: stop it before other transfers");
+		if (running)
+			throw mprace::Error(EBUSY, "this GPU stage is already reading (from another thread)");
+		running = true;
+		GpuStage *g = stage.get(); // stays until the job has ended (close() waits for that)
+		void *dst = to.data();
+		try {
+			std::size_t moved = runner->run([g, dst, n] { return g->transfer(dst, n); },
+							[this] { if (stage) stage->abort(); }, timeout_s, "the GPU read");
+			running = false;
+			return moved;
+		} catch (...) {
+			running = false;
+			throw;
+		}
+	}
+};
+#endif
+
+// ------------------------------------------------------------------------------ network
+
+#ifdef MPRACE_PY_UCX
+// board -> network (bufmgr::net::SourceToNetwork): `count` user-memory DMA buffers of
+// buffer_bytes, each sent as one chunk from where the board wrote it. Each send() runs the relay
+// on the sender's Runner; finish() and close() end the stream at the receivers.
+using NetRelay = bufmgr::net::SourceToNetwork<bufmgr::MpraceTransfer>;
+
+struct NetSenderCore {
+	std::shared_ptr<BoardHandle> h;
+	std::unique_ptr<NetRelay> relay;
+	std::unique_ptr<Runner> runner;
+	bool running = false; // a send() is using the relay: under the GIL
+	bool closing = false;
+
+	NetSenderCore(std::shared_ptr<BoardHandle> handle) : h(std::move(handle)) { h->net_senders.push_back(this); }
+	NetSenderCore(const NetSenderCore &) = delete;
+	~NetSenderCore()
+	{
+		close();
+		auto &v = h->net_senders;
+		v.erase(std::remove(v.begin(), v.end(), this), v.end());
+	}
+	bufmgr::net::Sender &sender()
+	{
+		if (h->closed)
+			closed_error();
+		if (!relay || closing)
+			throw nb::value_error("the network sender is closed");
+		if (running)
+			throw mprace::Error(EBUSY, "this sender is sending (from another thread)");
+		return relay->sink();
+	}
+	// Aborts a send in progress (another Python thread's), ends the stream, frees the buffers.
+	void close()
+	{
+		if (!relay)
+			return;
+		closing = true;
+		{
+			nb::gil_scoped_release unlocked;
+			relay->abort();
+			runner->stop();
+			relay.reset(); // ~Sender ends the stream at every receiver still there
+		}
+	}
+	std::uint64_t send(std::uint64_t n, double timeout_s)
+	{
+		sender();
+		for (StreamCore *st : h->streams)
+			if (!st->stopped)
+				throw mprace::Error(EBUSY, "a stream is running on this board: stop it before other transfers");
+		running = true;
+		NetRelay *r = relay.get();
+		try {
+			std::size_t moved = runner->run([r, n] { return r->run(n); }, [this] { if (relay) relay->abort(); },
+							timeout_s, "the network send");
+			running = false;
+			return moved;
+		} catch (...) {
+			running = false;
+			throw;
+		}
+	}
+	void finish()
+	{
+		bufmgr::net::Sender &s = sender();
+		nb::gil_scoped_release unlocked;
+		s.finish();
+	}
+	void reconnect()
+	{
+		bufmgr::net::Sender &s = sender();
+		nb::gil_scoped_release unlocked;
+		s.reconnect();
+	}
+	nb::dict stats()
+	{
+		nb::dict d;
+		if (!relay)
+			return d;
+		const bufmgr::net::SenderStats &st = relay->sink().stats();
+		d["chunks"] = st.chunks;
+		d["bytes"] = st.bytes;
+		d["credit_waits"] = st.credit_waits;
+		d["stream_offset"] = relay->sink().stream_offset();
+		d["receivers"] = relay->sink().receiver_count();
+		d["max_chunk"] = relay->sink().max_chunk();
+		return d;
+	}
 };
 
-std::uint64_t GpuStageCore::read(nb::ndarray<nb::device::cuda, nb::c_contig> to, std::uint64_t n, double timeout_s)
-{
-	if (h->closed)
-		closed_error();
-	if (!stage || closing)
-		throw nb::value_error("the GPU stage is closed");
-	if (to.device_id() != device)
-		throw nb::value_error(("the destination is on CUDA device " + std::to_string(to.device_id()) +
-				       ", the stage on device " + std::to_string(device)).c_str());
-	if (n > to.nbytes())
-		throw nb::value_error(("nbytes (" + std::to_string(n) + ") exceeds the destination (" +
-				       std::to_string(to.nbytes()) + " bytes)").c_str());
-	for (StreamCore *st : h->streams)
-		if (!st->stopped)
-			throw mprace::Error(EBUSY, "a stream is running on this board: stop it before other transfers");
-	if (running)
-		throw mprace::Error(EBUSY, "this GPU stage is already reading (from another thread)");
-	running = true;
+// The receiving side (bufmgr::net::Receiver, no board): chunks lent to Python as NetChunks,
+// zero-copy views of the receiver's memory; their memory stays while arrays view them (as a
+// stream's buffers do), and release() returns the credit to the sender.
+struct NetChunkCore;
+
+struct NetReceiverCore {
+	std::unique_ptr<bufmgr::net::Receiver> rx;
+	std::vector<NetChunkCore *> lent;
+	long exports = 0; // buffer-protocol views of chunks: the memory stays while any
+	bool closed = false;
+	std::atomic<int> waiting{0}; // next() calls inside the receiver (GIL released)
+
+	void check() const
 	{
-		std::lock_guard<std::mutex> l(mu);
-		dst = to.data();
-		nbytes = n;
-		finished = false;
-		job = true;
-		cv.notify_all();
+		if (closed)
+			throw nb::value_error("the receiver is closed");
 	}
+	nb::object next(nb::handle self, double timeout_s);
+	void close();
+	nb::list connections() const
+	{
+		nb::list out;
+		if (!rx)
+			return out;
+		for (const bufmgr::net::ConnectionStats &c : rx->connections()) {
+			nb::dict d;
+			d["source"] = c.source;
+			d["identified"] = c.identified;
+			d["ended"] = c.ended;
+			d["lost"] = c.lost;
+			d["error"] = c.error;
+			d["chunks"] = c.chunks;
+			d["bytes"] = c.bytes;
+			d["missing"] = c.missing;
+			d["duplicates"] = c.duplicates;
+			d["reordered"] = c.reordered;
+			d["incomplete"] = c.incomplete;
+			d["end_sequence"] = c.end_sequence;
+			out.append(d);
+		}
+		return out;
+	}
+};
+
+struct NetChunkCore {
+	nb::object receiver; // keeps the NetReceiverCore alive while lent
+	std::optional<bufmgr::net::Chunk> c;
+	std::vector<Py_ssize_t> shape{0}, strides{1};
+
+	NetReceiverCore &r() { return nb::cast<NetReceiverCore &>(receiver); }
+	const bufmgr::net::Chunk &live() const
+	{
+		if (!c)
+			throw nb::value_error("the chunk was released (its memory went back to the receiver)");
+		return *c;
+	}
+	void release()
+	{
+		if (!c)
+			return;
+		NetReceiverCore &rc = r();
+		if (rc.rx && !rc.closed)
+			rc.rx->release(*c);
+		c.reset();
+		rc.lent.erase(std::remove(rc.lent.begin(), rc.lent.end(), this), rc.lent.end());
+	}
+	~NetChunkCore() { release(); }
+};
+
+nb::object NetReceiverCore::next(nb::handle self, double timeout_s)
+{
+	check();
 	auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-	while (!wait_finished(50ms)) {
-		bool interrupted = PyErr_CheckSignals() != 0;
-		if (interrupted || (timeout_s >= 0 && std::chrono::steady_clock::now() >= until)) {
-			if (stage) // (else close() came from another thread and aborted it)
-				stage->abort();
-			while (!wait_finished(1000ms)) {
-			}
-			running = false;
-			if (interrupted)
-				throw nb::python_error();
-			set_os_error(g_timeout, ETIMEDOUT, "the GPU read did not finish in " + std::to_string(timeout_s) + " s (aborted)");
+	for (;;) {
+		std::optional<bufmgr::net::Chunk> got;
+		bool drained;
+		++waiting;
+		{
+			nb::gil_scoped_release unlocked;
+			got = rx->next(50ms);
+			drained = !got && rx->drained();
+			--waiting; // (before the GIL: close() waits for this with the GIL released)
+		}
+		if (closed) { // by another thread meanwhile (which released what came)
+			if (got && rx)
+				rx->release(*got);
+			throw nb::value_error("the receiver was closed");
+		}
+		if (got) {
+			auto *c = new NetChunkCore{nb::borrow(self), std::move(got)};
+			lent.push_back(c);
+			return nb::cast(c, nb::rv_policy::take_ownership);
+		}
+		if (drained)
+			return nb::none(); // every sender ended or was lost, nothing left
+		if (PyErr_CheckSignals() != 0)
+			throw nb::python_error();
+		if (timeout_s >= 0 && std::chrono::steady_clock::now() >= until) {
+			set_os_error(g_timeout, ETIMEDOUT, "no chunk came in " + std::to_string(timeout_s) + " s");
 			throw nb::python_error();
 		}
 	}
-	running = false;
-	if (error)
-		std::rethrow_exception(std::exchange(error, nullptr));
-	return moved;
 }
+
+// Another thread may be inside next(): it is interrupted and waited for before the memory goes.
+void NetReceiverCore::close()
+{
+	if (closed)
+		return;
+	for (NetChunkCore *c : std::vector<NetChunkCore *>(lent))
+		c->release();
+	closed = true;
+	if (rx && waiting > 0) {
+		rx->interrupt();
+		nb::gil_scoped_release unlocked;
+		while (waiting > 0)
+			std::this_thread::sleep_for(1ms);
+	}
+	if (exports == 0) // else arrays still view its memory: freed with the last of them
+		rx.reset();
+}
+
+void net_chunk_release_buffer(PyObject *self, Py_buffer *)
+{
+	NetReceiverCore &r = nb::inst_ptr<NetChunkCore>(self)->r();
+	if (--r.exports == 0 && r.closed)
+		r.rx.reset();
+}
+
+int net_chunk_get(PyObject *self, Py_buffer *view, int flags)
+{
+	NetChunkCore *c = nb::inst_ptr<NetChunkCore>(self);
+	if (!c->c) {
+		PyErr_SetString(PyExc_BufferError, "the chunk was released (its memory went back to the receiver)");
+		return -1;
+	}
+	std::memset(view, 0, sizeof(*view));
+	view->buf = const_cast<std::byte *>(c->c->data);
+	view->len = static_cast<Py_ssize_t>(c->c->size);
+	view->itemsize = 1;
+	view->readonly = 1;
+	view->ndim = 1;
+	c->shape[0] = view->len;
+	view->format = (flags & PyBUF_FORMAT) ? const_cast<char *>("B") : nullptr;
+	view->shape = (flags & PyBUF_ND) ? c->shape.data() : nullptr;
+	view->strides = (flags & PyBUF_STRIDES) ? c->strides.data() : nullptr;
+	view->obj = self;
+	Py_INCREF(self);
+	++c->r().exports;
+	return 0;
+}
+
+PyType_Slot net_chunk_slots[] = {
+	{Py_bf_getbuffer, reinterpret_cast<void *>(net_chunk_get)},
+	{Py_bf_releasebuffer, reinterpret_cast<void *>(net_chunk_release_buffer)},
+	{0, nullptr},
+};
 #endif
 
 // ------------------------------------------------------------------------------ board
@@ -746,6 +1033,10 @@ struct BoardCore {
 		for (GpuStageCore *g : h->gpu_stages)
 			g->close(); // likewise
 #endif
+#ifdef MPRACE_PY_UCX
+		for (NetSenderCore *n : h->net_senders)
+			n->close(); // likewise
+#endif
 		h->engine.reset(); // aborts and waits for what runs
 		for (BufferCore *b : h->buffers)
 			if (!b->kernel)
@@ -765,6 +1056,11 @@ struct BoardCore {
 		for (GpuStageCore *g : h->gpu_stages)
 			if (g->running)
 				throw mprace::Error(EBUSY, "a GPU stage is reading from this board: wait for it first");
+#endif
+#ifdef MPRACE_PY_UCX
+		for (NetSenderCore *n : h->net_senders)
+			if (n->running)
+				throw mprace::Error(EBUSY, "a network sender is sending from this board: wait for it first");
 #endif
 	}
 
@@ -879,8 +1175,35 @@ struct BoardCore {
 		nb::gil_scoped_release unlocked; // registers the buffers: milliseconds
 		g->stage = std::make_unique<GpuStage>(bufmgr::MpraceTransfer(b, engine(), bufmgr::MemoryKind::user),
 						      count, buffer_bytes, o);
-		g->start();
+		g->runner = std::make_unique<Runner>();
 		return g.release();
+	}
+#endif
+
+#ifdef MPRACE_PY_UCX
+	NetSenderCore *net_sender(std::vector<std::string> receivers, unsigned source, bool hash,
+				  std::uint64_t chunks_per_timeframe, std::size_t buffer_bytes, std::size_t count,
+				  double connect_timeout_s)
+	{
+		mprace::Board &b = board();
+		refuse_if_busy();
+		bufmgr::net::SenderOptions o;
+		o.receivers = std::move(receivers);
+		o.source = static_cast<std::uint16_t>(source);
+		o.route = hash ? bufmgr::net::Route::hash : bufmgr::net::Route::round_robin;
+		o.chunks_per_timeframe = chunks_per_timeframe;
+		o.connect_timeout = std::chrono::milliseconds(static_cast<long long>(connect_timeout_s * 1000));
+		auto n = std::make_unique<NetSenderCore>(h);
+		mprace::DMAEngine &e = engine();
+		nb::gil_scoped_release unlocked; // connects: up to connect_timeout
+		bufmgr::net::Sender sender(std::move(o));
+		if (sender.max_chunk() < buffer_bytes)
+			throw mprace::Error(EMSGSIZE, "the receivers take chunks of at most " + std::to_string(sender.max_chunk()) +
+							      " bytes, not buffer_bytes=" + std::to_string(buffer_bytes));
+		n->relay = std::make_unique<NetRelay>(bufmgr::MpraceTransfer(b, e, bufmgr::MemoryKind::user),
+						      std::move(sender), count, buffer_bytes);
+		n->runner = std::make_unique<Runner>();
+		return n.release();
 	}
 #endif
 
@@ -1080,6 +1403,61 @@ NB_MODULE(_core, m)
 		.def_prop_ro("count", [](GpuStageCore &g) { return g.count; });
 #endif
 
+#ifdef MPRACE_PY_UCX
+	m.attr("built_with_ucx") = true;
+	nb::class_<NetSenderCore>(m, "_NetSender")
+		.def("send", &NetSenderCore::send)
+		.def("finish", &NetSenderCore::finish)
+		.def("reconnect", &NetSenderCore::reconnect)
+		.def("close", &NetSenderCore::close)
+		.def("stats", &NetSenderCore::stats)
+		.def_prop_ro("closed", [](NetSenderCore &n) { return !n.relay || n.closing; });
+
+	nb::class_<NetChunkCore>(m, "NetChunk", nb::type_slots(net_chunk_slots),
+				 "One chunk a Receiver received, lent to you: np.asarray(chunk) views its bytes (read-only)\n"
+				 "without a copy. Release it (chunk.release(), or leave `with chunk:`) to give its memory\n"
+				 "back and the sender its credit; dropping the last reference releases it too.")
+		.def("release", &NetChunkCore::release, "Gives the memory back (and the sender a credit). Idempotent.")
+		.def_prop_ro("released", [](NetChunkCore &c) { return !c.c; })
+		.def_prop_ro("source", [](NetChunkCore &c) { return c.live().header.source; }, "The sender's id.")
+		.def_prop_ro("sequence", [](NetChunkCore &c) { return c.live().header.sequence; },
+			     "The sender's chunk number (over all its receivers).")
+		.def_prop_ro("link_sequence", [](NetChunkCore &c) { return c.live().header.link_sequence; },
+			     "The sender's chunk number to this receiver (what loss is judged by).")
+		.def_prop_ro("timeframe", [](NetChunkCore &c) { return c.live().header.timeframe; })
+		.def_prop_ro("offset", [](NetChunkCore &c) { return c.live().header.offset; },
+			     "Bytes of the sender's stream before this chunk.")
+		.def_prop_ro("connection", [](NetChunkCore &c) { return c.live().connection; },
+			     "Index into Receiver.connections.")
+		.def_prop_ro("nbytes", [](NetChunkCore &c) { return c.c ? c.c->size : 0; })
+		.def("__enter__", [](nb::handle self) { return nb::borrow(self); })
+		.def("__exit__", [](NetChunkCore &c, nb::args) { c.release(); })
+		.def("__repr__", [](NetChunkCore &c) {
+			return c.c ? "<mprace.NetChunk source " + std::to_string(c.c->header.source) + " #" +
+					     std::to_string(c.c->header.sequence) + ", " + std::to_string(c.c->size) + " bytes>"
+				   : std::string("<mprace.NetChunk released>");
+		});
+
+	nb::class_<NetReceiverCore>(m, "_NetReceiver")
+		.def("__init__", [](NetReceiverCore *self, const std::string &listen, std::size_t window, std::size_t max_chunk) {
+			bufmgr::net::ReceiverOptions o;
+			o.listen = listen;
+			o.window = window;
+			o.max_chunk = max_chunk;
+			new (self) NetReceiverCore();
+			self->rx = std::make_unique<bufmgr::net::Receiver>(std::move(o));
+		})
+		.def("next", [](nb::handle self, double timeout_s) { return nb::cast<NetReceiverCore &>(self).next(self, timeout_s); })
+		.def("close", &NetReceiverCore::close)
+		.def("connections", &NetReceiverCore::connections)
+		.def_prop_ro("closed", [](NetReceiverCore &r) { return r.closed; })
+		.def_prop_ro("port", [](NetReceiverCore &r) { r.check(); return r.rx->port(); })
+		.def_prop_ro("drained", [](NetReceiverCore &r) { r.check(); return r.rx->drained(); })
+		.def_prop_ro("pending", [](NetReceiverCore &r) { r.check(); return r.rx->pending(); });
+#else
+	m.attr("built_with_ucx") = false;
+#endif
+
 	nb::class_<BoardCore>(m, "_Board")
 		.def(nb::init<const std::string &>())
 		.def("close", &BoardCore::close)
@@ -1094,6 +1472,9 @@ NB_MODULE(_core, m)
 		.def("stream", &BoardCore::stream, nb::rv_policy::take_ownership)
 #ifdef MPRACE_PY_CUDA
 		.def("gpu_stage", &BoardCore::gpu_stage, nb::rv_policy::take_ownership)
+#endif
+#ifdef MPRACE_PY_UCX
+		.def("net_sender", &BoardCore::net_sender, nb::rv_policy::take_ownership)
 #endif
 		.def("set_routing", &BoardCore::set_routing)
 		.def("routing", &BoardCore::routing)

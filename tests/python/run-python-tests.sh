@@ -5,8 +5,9 @@
 #
 # Environment (set by `make check`; defaults for running it by hand from tests/python of the
 # build tree): top_srcdir, top_builddir; PYTHON (3.9+ with venv); CUDA_HOME (the toolkit configure
-# found; empty: the package is built without CUDA, as the project is); PY_PYTEST_ARGS (extra
-# pytest arguments, e.g. "-k lifetime"). The venv is $top_builddir/tests/python/.venv, rebuilt when
+# found; empty: the package is built without CUDA, as the project is); MPRACE_UCX (ON/OFF: with
+# the network stage, as the project; default AUTO); PY_PYTEST_ARGS (extra pytest arguments,
+# e.g. "-k lifetime"). The venv is $top_builddir/tests/python/.venv, rebuilt when
 # requirements.txt changes; CMake builds in $top_builddir/tests/python/build. Nothing is
 # written to the source tree.
 set -u
@@ -33,12 +34,13 @@ if [ ! -x "$venv/bin/python" ] || ! cmp -s "$req" "$venv/requirements.txt"; then
 fi
 # the package against this build tree (its libraries found through the extension's RUNPATH)
 if [ -n "${CUDA_HOME:-}" ]; then
-	cuda="-C cmake.define.MPRACE_CUDA=ON -C cmake.define.CUDAToolkit_ROOT=$CUDA_HOME"
+	features="-C cmake.define.MPRACE_CUDA=ON -C cmake.define.CUDAToolkit_ROOT=$CUDA_HOME"
 else
-	cuda="-C cmake.define.MPRACE_CUDA=OFF"
+	features="-C cmake.define.MPRACE_CUDA=OFF"
 fi
-# shellcheck disable=SC2086 # $cuda: several words
-"$venv/bin/python" -m pip install --disable-pip-version-check -q --no-build-isolation --no-deps $cuda \
+features="$features -C cmake.define.MPRACE_UCX=${MPRACE_UCX:-AUTO}"
+# shellcheck disable=SC2086 # $features: several words
+"$venv/bin/python" -m pip install --disable-pip-version-check -q --no-build-isolation --no-deps $features \
 	-C cmake.define.MPRACE_BUILD_DIR="$top_builddir" -C build-dir="$work/build" \
 	"$top_srcdir/python" >"$work/pip-install.log" 2>&1 ||
 	{ tail -n 30 "$work/pip-install.log" >&2; bail "building the package failed (see $work/pip-install.log)"; }

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """Every ```python block of docs/python.md runs (in a fresh interpreter, on the virtual board).
 A block whose first lines say "# needs: MODULE ..." is skipped where a MODULE is not installed
-("gpu": where no CUDA GPU can be used)."""
+("gpu": where no CUDA GPU can be used; "network": where the build has no network stage)."""
 import importlib.util
 import os
 import re
@@ -29,6 +29,9 @@ def test_doc_example_runs(code, tmp_path):
             if need == "gpu":
                 if not mprace.cuda_available():
                     pytest.skip(mprace.cuda_unavailable_reason())
+            elif need == "network":
+                if not mprace.network_available():
+                    pytest.skip("this build has no network stage (no UCX)")
             elif importlib.util.find_spec(need) is None:
                 pytest.skip(f"{need} is not installed")
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)

@@ -18,6 +18,7 @@ raised before anything reaches the board.
 """
 from __future__ import annotations
 
+import builtins
 import errno
 import os
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
@@ -29,9 +30,12 @@ from . import _core
 from ._core import Buffer, Chunk, CudaError, EngineError, NoBoardError, TransferTimeout, _Board, _Stream, _Transfer
 from ._core import list_devices as _list_devices
 
+if _core.built_with_ucx:
+    from ._core import NetChunk
+
 __all__ = ["open", "list", "Board", "Buffer", "Transfer", "Stream", "Chunk", "GpuStage", "Registers",
            "NoBoardError", "TransferTimeout", "EngineError", "CudaError", "cuda_available",
-           "cuda_unavailable_reason", "SOURCES", "SINKS"]
+           "cuda_unavailable_reason", "NetSender", "Receiver", "NetChunk", "network_available", "SOURCES", "SINKS"]
 __version__ = "0.1.0"
 
 # TEST_CONTROL's values (spec: C2H_SOURCE, H2C_SINK)
@@ -54,6 +58,143 @@ def cuda_available() -> bool:
 def cuda_unavailable_reason() -> str:
     """Why no CUDA GPU can be used ("" when one can): no CUDA in this build, no driver, no GPU."""
     return _core.cuda_unavailable_reason()
+
+
+def network_available() -> bool:
+    """Whether this build has the network stage (UCX): Board.net_sender and Receiver."""
+    return bool(_core.built_with_ucx)
+
+
+def _need_network():
+    if not _core.built_with_ucx:
+        raise OSError(errno.ENOSYS, "this build of mprace has no network stage (it was built without UCX)")
+
+
+class Receiver:
+    """The receiving side of the network stage (libbufmgr's bufmgr::net::Receiver), no board:
+    listens on `listen` ("HOST:PORT", ":PORT"; port 0 picks a free one, see .port) for any
+    number of senders, lends each whole chunk as a NetChunk (a zero-copy, read-only view) and
+    gives the sender a credit back when you release it. Up to `window` chunks of at most
+    `max_chunk` bytes per sender are in flight.
+
+        with mprace.Receiver(":13337") as rx:
+            for chunk in rx:                    # until every sender has ended (or was lost)
+                with chunk:
+                    process(np.asarray(chunk), chunk.offset)
+    """
+
+    def __init__(self, listen: str = ":0", window: int = 8, max_chunk: int = 4 << 20):
+        _need_network()
+        if not isinstance(listen, str):
+            raise TypeError(f"listen is a str (\"HOST:PORT\" or \":PORT\"), not {type(listen).__name__}")
+        for v, what in ((window, "window"), (max_chunk, "max_chunk")):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+                raise TypeError(f"{what} is an int")
+            if v <= 0:
+                raise ValueError(f"{what} must be > 0")
+        from ._core import _NetReceiver
+        self._core = _NetReceiver(listen, int(window), int(max_chunk))
+
+    def __iter__(self) -> "Receiver":
+        return self
+
+    def __next__(self):
+        c = self._core.next(-1.0)
+        if c is None:
+            raise StopIteration
+        return c
+
+    def next(self, timeout: Optional[float] = None):
+        """The next whole chunk, waiting up to `timeout` seconds (None: no limit); None once every
+        sender has ended or was lost with nothing left. Raises TransferTimeout after `timeout`,
+        KeyboardInterrupt on Ctrl-C."""
+        return self._core.next(_timeout(timeout))
+
+    @property
+    def port(self) -> int:
+        """The port it listens on."""
+        return self._core.port
+
+    @property
+    def connections(self) -> List[Dict[str, object]]:
+        """Per sender connection: source, ended, lost, error, chunks, bytes, missing,
+        duplicates, reordered, incomplete, end_sequence (docs/network.md)."""
+        return self._core.connections()
+
+    @property
+    def drained(self) -> bool:
+        """Some sender connected, and every one has ended or was lost with nothing left."""
+        return self._core.drained
+
+    @property
+    def pending(self) -> int:
+        """Chunks that arrived and were not handed out yet."""
+        return self._core.pending
+
+    def close(self) -> None:
+        """Releases the chunks still lent and stops listening (the memory stays while arrays
+        view chunks). Idempotent."""
+        self._core.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._core.closed
+
+    def __enter__(self) -> "Receiver":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class NetSender:
+    """board -> network (Board.net_sender): libbufmgr's network stage; the board fills `count`
+    user-memory DMA buffers of `buffer_bytes` in turn and each is sent as one chunk, from where
+    the board wrote it, to the receivers."""
+
+    def __init__(self, core):
+        self._core = core
+
+    def send(self, nbytes: int, timeout: Optional[float] = 10.0) -> int:
+        """Moves the board's next `nbytes` to the receivers (whole timeframes to one receiver in
+        turn); returns the bytes sent. A receiver's credits pace it: a slow receiver stalls the
+        board, nothing is dropped. Raises OSError (ECONNRESET, ...) once a chunk's receiver has
+        gone (chunks to the others go on; reconnect() after it restarted), TransferTimeout after
+        `timeout` and KeyboardInterrupt on Ctrl-C (both abort it)."""
+        if not isinstance(nbytes, (int, np.integer)) or isinstance(nbytes, bool):
+            raise TypeError("nbytes is an int")
+        _check_region(0, int(nbytes))
+        return self._core.send(int(nbytes), _timeout(timeout))
+
+    def finish(self) -> None:
+        """Ends the stream now: every receiver sees its end (later sends fail)."""
+        self._core.finish()
+
+    def reconnect(self) -> None:
+        """Connects anew to every receiver whose connection failed (one restarted at its
+        address); the stream goes on (offsets and sequence numbers continue)."""
+        self._core.reconnect()
+
+    @property
+    def stats(self) -> Dict[str, int]:
+        """chunks, bytes, credit_waits (chunks that waited for a receiver), stream_offset,
+        receivers, max_chunk."""
+        return self._core.stats()
+
+    def close(self) -> None:
+        """Ends the stream at the receivers and frees the buffers (aborting a send another
+        thread runs). Idempotent; Board.close() calls it."""
+        self._core.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._core.closed
+
+    def __enter__(self) -> "NetSender":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def open(name: Optional[str] = None) -> "Board":  # noqa: A001
@@ -408,6 +549,39 @@ class Board:
         if not _core.built_with_cuda:
             raise CudaError(errno.ENODEV, _core.cuda_unavailable_reason())
         return GpuStage(self._core.gpu_stage(int(buffer_bytes), int(count), -1 if device is None else int(device)))
+
+    def net_sender(self, to: Union[str, Sequence[str]], buffer_bytes: int = 1 << 20, count: int = 8,
+                   source: int = 0, route: str = "round_robin", chunks_per_timeframe: int = 1,
+                   connect_timeout: float = 5.0) -> NetSender:
+        """board -> network through libbufmgr's network stage (see NetSender.send): connects to
+        every receiver of `to` ("HOST:PORT" or a list of them; all must be listening) and waits
+        for their credits. source: this sender's id in the chunk headers; route "round_robin"
+        or "hash" (of the timeframe id) over the receivers, a timeframe being
+        `chunks_per_timeframe` consecutive chunks. Raises OSError (ECONNREFUSED, ETIMEDOUT, ...)
+        when a receiver cannot be reached, EMSGSIZE when one takes smaller chunks."""
+        _need_network()
+        if isinstance(to, str):
+            to = [to]
+        if not isinstance(to, (builtins.list, tuple)) or not to or not all(isinstance(t, str) for t in to):
+            raise TypeError("to is \"HOST:PORT\" or a non-empty list of them")
+        if route not in ("round_robin", "hash"):
+            raise ValueError(f"route is 'round_robin' or 'hash', not {route!r}")
+        for v, what in ((buffer_bytes, "buffer_bytes"), (count, "count"), (source, "source"),
+                        (chunks_per_timeframe, "chunks_per_timeframe")):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+                raise TypeError(f"{what} is an int")
+        if buffer_bytes <= 0 or buffer_bytes % _spec.GRANULE:
+            raise ValueError(f"buffer_bytes ({buffer_bytes}) must be a positive multiple of {_spec.GRANULE}")
+        if count < 2:
+            raise ValueError("count: the sender needs at least 2 buffers")
+        if not 0 <= source <= 0xFFFF:
+            raise ValueError("source is 0 .. 65535")
+        if chunks_per_timeframe < 1:
+            raise ValueError("chunks_per_timeframe must be >= 1")
+        if not isinstance(connect_timeout, (int, float)) or connect_timeout <= 0:
+            raise ValueError("connect_timeout is a number of seconds > 0")
+        return NetSender(self._core.net_sender(builtins.list(to), int(source), route == "hash", int(chunks_per_timeframe),
+                                               int(buffer_bytes), int(count), float(connect_timeout)))
 
     # -- the engine's test logic (bring-up)
     def route(self, source: Optional[str] = None, sink: Optional[str] = None) -> Tuple[str, str]:
