@@ -62,16 +62,14 @@ PyObject *g_no_board, *g_timeout, *g_engine_error, *g_cuda_error; // exception c
 
 struct BufferCore;
 struct StreamCore;
-struct GpuStageCore;
-struct NetSenderCore;
+struct RelayUser;
 
 struct BoardHandle {
 	std::unique_ptr<mprace::Board> board;
 	std::unique_ptr<mprace::DMAEngine> engine;
 	std::vector<BufferCore *> buffers; // alive, in creation order
 	std::vector<StreamCore *> streams; // alive
-	std::vector<GpuStageCore *> gpu_stages; // alive
-	std::vector<NetSenderCore *> net_senders; // alive
+	std::vector<RelayUser *> relays; // GPU stages and network senders, alive
 	bool closed = false;
 
 	// After close(): the device handle goes once no memory of it can still be viewed.
@@ -682,71 +680,101 @@ private:
 	std::thread thread_; // last: starts once the rest is initialised
 };
 
-#ifdef MPRACE_PY_CUDA
-// board -> host -> GPU through libbufmgr's relay (bufmgr::cuda::FpgaToGpu): `count` user-memory
-// DMA buffers of buffer_bytes, registered with CUDA once; the board fills one while the copy
-// engine moves the last into GPU memory. Each read() runs the relay on the stage's Runner.
-using GpuStage = bufmgr::cuda::FpgaToGpu<bufmgr::MpraceTransfer>;
+// A relay driven from Python (a GPU stage, a network sender): it uses the board's engine, so
+// Board.close() closes it before the engine goes and other transfers wait while it runs.
+struct RelayUser {
+	explicit RelayUser(const char *what) : name(what) {}
+	virtual ~RelayUser() = default;
+	virtual void close() = 0;
+	const char *name;     // what it is, for messages
+	bool running = false; // a call is using the relay: under the GIL
+};
 
-struct GpuStageCore {
+// A RelayUser around R (bufmgr::cuda::FpgaToGpu, bufmgr::net::SourceToNetwork): each call runs
+// the relay on the Runner, a thread of its own for its life.
+template <class R>
+struct RelayCore : RelayUser {
 	std::shared_ptr<BoardHandle> h;
-	std::unique_ptr<GpuStage> stage;
-	std::unique_ptr<Runner> runner;
-	int device = 0;
-	std::size_t buffer_bytes = 0, count = 0;
-	bool running = false; // a read() is using the stage: under the GIL
+	std::unique_ptr<R> relay;
+	std::unique_ptr<Runner> runner = std::make_unique<Runner>();
 	bool closing = false;
 
-	GpuStageCore(std::shared_ptr<BoardHandle> handle) : h(std::move(handle)) { h->gpu_stages.push_back(this); }
-	GpuStageCore(const GpuStageCore &) = delete;
-	~GpuStageCore()
+	RelayCore(std::shared_ptr<BoardHandle> handle, const char *what) : RelayUser(what), h(std::move(handle))
+	{
+		h->relays.push_back(this);
+	}
+	RelayCore(const RelayCore &) = delete;
+	~RelayCore() override
 	{
 		close();
-		auto &v = h->gpu_stages;
+		auto &v = h->relays;
 		v.erase(std::remove(v.begin(), v.end(), this), v.end());
 	}
-	// Aborts a read in progress (another Python thread's), waits for its end, frees the buffers.
-	void close()
+	bool closed() const { return !relay || closing; }
+	// Aborts a call in progress (another Python thread's), waits for its end, frees the relay.
+	void close() override
 	{
-		if (!stage)
+		if (!relay)
 			return;
-		closing = true; // no read starts from here on
-		{
-			nb::gil_scoped_release unlocked;
-			stage->abort();
-			runner->stop(); // returns after the transfer in progress, if any
-		}
-		stage.reset();
+		closing = true; // no call starts from here on
+		nb::gil_scoped_release unlocked;
+		relay->abort();
+		runner->stop(); // returns after the job in progress, if any
+		relay.reset();
 	}
-	std::uint64_t read(nb::ndarray<nb::device::cuda, nb::c_contig> to, std::uint64_t n, double timeout_s)
+	// The relay for a call from Python: open, and no other call using it.
+	R &live()
 	{
 		if (h->closed)
 			closed_error();
-		if (!stage || closing)
-			throw nb::value_error("the GPU stage is closed");
+		if (closed())
+			throw nb::value_error((std::string("the ") + name + " is closed").c_str());
+		if (running)
+			throw mprace::Error(EBUSY, std::string("this ") + name + " is in use (by another thread)");
+		return *relay;
+	}
+	// Runs job(relay) on the Runner (Ctrl-C and timeout_s abort it; see Runner::run).
+	std::size_t run(std::function<std::size_t(R &)> job, double timeout_s, const std::string &what)
+	{
+		R &r = live();
+		for (StreamCore *st : h->streams)
+			if (!st->stopped)
+				throw mprace::Error(EBUSY, "a stream is running on this board: stop it before other transfers");
+		running = true;
+		try {
+			std::size_t n = runner->run([&r, job] { return job(r); }, [this] { if (relay) relay->abort(); },
+						    timeout_s, what);
+			running = false;
+			return n;
+		} catch (...) {
+			running = false;
+			throw;
+		}
+	}
+};
+
+#ifdef MPRACE_PY_CUDA
+// board -> host -> GPU through libbufmgr's relay (bufmgr::cuda::FpgaToGpu): `count` user-memory
+// DMA buffers of buffer_bytes, registered with CUDA once; the board fills one while the copy
+// engine moves the last into GPU memory.
+using GpuStage = bufmgr::cuda::FpgaToGpu<bufmgr::MpraceTransfer>;
+
+struct GpuStageCore : RelayCore<GpuStage> {
+	int device = 0;
+	std::size_t buffer_bytes = 0, count = 0;
+
+	explicit GpuStageCore(std::shared_ptr<BoardHandle> handle) : RelayCore(std::move(handle), "GPU stage") {}
+	std::uint64_t read(nb::ndarray<nb::device::cuda, nb::c_contig> to, std::uint64_t n, double timeout_s)
+	{
+		live();
 		if (to.device_id() != device)
 			throw nb::value_error(("the destination is on CUDA device " + std::to_string(to.device_id()) +
 					       ", the stage on device " + std::to_string(device)).c_str());
 		if (n > to.nbytes())
 			throw nb::value_error(("nbytes (" + std::to_string(n) + ") exceeds the destination (" +
 					       std::to_string(to.nbytes()) + " bytes)").c_str());
-		for (StreamCore *st : h->streams)
-			if (!st->stopped)
-				throw mprace::Error(EBUSY, "a stream is running on this board: stop it before other transfers");
-		if (running)
-			throw mprace::Error(EBUSY, "this GPU stage is already reading (from another thread)");
-		running = true;
-		GpuStage *g = stage.get(); // stays until the job has ended (close() waits for that)
 		void *dst = to.data();
-		try {
-			std::size_t moved = runner->run([g, dst, n] { return g->transfer(dst, n); },
-							[this] { if (stage) stage->abort(); }, timeout_s, "the GPU read");
-			running = false;
-			return moved;
-		} catch (...) {
-			running = false;
-			throw;
-		}
+		return run([dst, n](GpuStage &g) { return g.transfer(dst, n); }, timeout_s, "the GPU read");
 	}
 };
 #endif
@@ -759,71 +787,21 @@ struct GpuStageCore {
 // on the sender's Runner; finish() and close() end the stream at the receivers.
 using NetRelay = bufmgr::net::SourceToNetwork<bufmgr::MpraceTransfer>;
 
-struct NetSenderCore {
-	std::shared_ptr<BoardHandle> h;
-	std::unique_ptr<NetRelay> relay;
-	std::unique_ptr<Runner> runner;
-	bool running = false; // a send() is using the relay: under the GIL
-	bool closing = false;
-
-	NetSenderCore(std::shared_ptr<BoardHandle> handle) : h(std::move(handle)) { h->net_senders.push_back(this); }
-	NetSenderCore(const NetSenderCore &) = delete;
-	~NetSenderCore()
-	{
-		close();
-		auto &v = h->net_senders;
-		v.erase(std::remove(v.begin(), v.end(), this), v.end());
-	}
-	bufmgr::net::Sender &sender()
-	{
-		if (h->closed)
-			closed_error();
-		if (!relay || closing)
-			throw nb::value_error("the network sender is closed");
-		if (running)
-			throw mprace::Error(EBUSY, "this sender is sending (from another thread)");
-		return relay->sink();
-	}
-	// Aborts a send in progress (another Python thread's), ends the stream, frees the buffers.
-	void close()
-	{
-		if (!relay)
-			return;
-		closing = true;
-		{
-			nb::gil_scoped_release unlocked;
-			relay->abort();
-			runner->stop();
-			relay.reset(); // ~Sender ends the stream at every receiver still there
-		}
-	}
+struct NetSenderCore : RelayCore<NetRelay> {
+	explicit NetSenderCore(std::shared_ptr<BoardHandle> handle) : RelayCore(std::move(handle), "network sender") {}
 	std::uint64_t send(std::uint64_t n, double timeout_s)
 	{
-		sender();
-		for (StreamCore *st : h->streams)
-			if (!st->stopped)
-				throw mprace::Error(EBUSY, "a stream is running on this board: stop it before other transfers");
-		running = true;
-		NetRelay *r = relay.get();
-		try {
-			std::size_t moved = runner->run([r, n] { return r->run(n); }, [this] { if (relay) relay->abort(); },
-							timeout_s, "the network send");
-			running = false;
-			return moved;
-		} catch (...) {
-			running = false;
-			throw;
-		}
+		return run([n](NetRelay &r) { return r.run(n); }, timeout_s, "the network send");
 	}
 	void finish()
 	{
-		bufmgr::net::Sender &s = sender();
+		bufmgr::net::Sender &s = live().sink();
 		nb::gil_scoped_release unlocked;
 		s.finish();
 	}
 	void reconnect()
 	{
-		bufmgr::net::Sender &s = sender();
+		bufmgr::net::Sender &s = live().sink();
 		nb::gil_scoped_release unlocked;
 		s.reconnect();
 	}
@@ -832,13 +810,13 @@ struct NetSenderCore {
 		nb::dict d;
 		if (!relay)
 			return d;
-		const bufmgr::net::SenderStats &st = relay->sink().stats();
-		d["chunks"] = st.chunks;
-		d["bytes"] = st.bytes;
-		d["credit_waits"] = st.credit_waits;
-		d["stream_offset"] = relay->sink().stream_offset();
-		d["receivers"] = relay->sink().receiver_count();
-		d["max_chunk"] = relay->sink().max_chunk();
+		const bufmgr::net::Sender &s = relay->sink();
+		d["chunks"] = s.stats().chunks;
+		d["bytes"] = s.stats().bytes;
+		d["credit_waits"] = s.stats().credit_waits;
+		d["stream_offset"] = s.stream_offset();
+		d["receivers"] = s.receiver_count();
+		d["max_chunk"] = s.max_chunk();
 		return d;
 	}
 };
@@ -1029,14 +1007,8 @@ struct BoardCore {
 			return;
 		for (StreamCore *st : std::vector<StreamCore *>(h->streams))
 			st->stop(); // before the engine its thread uses
-#ifdef MPRACE_PY_CUDA
-		for (GpuStageCore *g : h->gpu_stages)
-			g->close(); // likewise
-#endif
-#ifdef MPRACE_PY_UCX
-		for (NetSenderCore *n : h->net_senders)
-			n->close(); // likewise
-#endif
+		for (RelayUser *r : h->relays)
+			r->close(); // likewise
 		h->engine.reset(); // aborts and waits for what runs
 		for (BufferCore *b : h->buffers)
 			if (!b->kernel)
@@ -1052,16 +1024,9 @@ struct BoardCore {
 		for (StreamCore *st : h->streams)
 			if (!st->stopped)
 				throw mprace::Error(EBUSY, "a stream is running on this board: stop it before other transfers");
-#ifdef MPRACE_PY_CUDA
-		for (GpuStageCore *g : h->gpu_stages)
-			if (g->running)
-				throw mprace::Error(EBUSY, "a GPU stage is reading from this board: wait for it first");
-#endif
-#ifdef MPRACE_PY_UCX
-		for (NetSenderCore *n : h->net_senders)
-			if (n->running)
-				throw mprace::Error(EBUSY, "a network sender is sending from this board: wait for it first");
-#endif
+		for (RelayUser *r : h->relays)
+			if (r->running)
+				throw mprace::Error(EBUSY, std::string("a ") + r->name + " is using this board: wait for it first");
 	}
 
 	nb::dict info() const
@@ -1173,9 +1138,8 @@ struct BoardCore {
 		g->buffer_bytes = buffer_bytes;
 		g->count = count;
 		nb::gil_scoped_release unlocked; // registers the buffers: milliseconds
-		g->stage = std::make_unique<GpuStage>(bufmgr::MpraceTransfer(b, engine(), bufmgr::MemoryKind::user),
+		g->relay = std::make_unique<GpuStage>(bufmgr::MpraceTransfer(b, engine(), bufmgr::MemoryKind::user),
 						      count, buffer_bytes, o);
-		g->runner = std::make_unique<Runner>();
 		return g.release();
 	}
 #endif
@@ -1202,7 +1166,6 @@ struct BoardCore {
 							      " bytes, not buffer_bytes=" + std::to_string(buffer_bytes));
 		n->relay = std::make_unique<NetRelay>(bufmgr::MpraceTransfer(b, e, bufmgr::MemoryKind::user),
 						      std::move(sender), count, buffer_bytes);
-		n->runner = std::make_unique<Runner>();
 		return n.release();
 	}
 #endif
@@ -1397,7 +1360,7 @@ NB_MODULE(_core, m)
 	nb::class_<GpuStageCore>(m, "_GpuStage")
 		.def("read", &GpuStageCore::read, nb::arg("dst").noconvert(), nb::arg("nbytes"), nb::arg("timeout_s"))
 		.def("close", &GpuStageCore::close)
-		.def_prop_ro("closed", [](GpuStageCore &g) { return !g.stage || g.closing; })
+		.def_prop_ro("closed", &GpuStageCore::closed)
 		.def_prop_ro("device", [](GpuStageCore &g) { return g.device; })
 		.def_prop_ro("buffer_bytes", [](GpuStageCore &g) { return g.buffer_bytes; })
 		.def_prop_ro("count", [](GpuStageCore &g) { return g.count; });
@@ -1411,7 +1374,7 @@ NB_MODULE(_core, m)
 		.def("reconnect", &NetSenderCore::reconnect)
 		.def("close", &NetSenderCore::close)
 		.def("stats", &NetSenderCore::stats)
-		.def_prop_ro("closed", [](NetSenderCore &n) { return !n.relay || n.closing; });
+		.def_prop_ro("closed", &NetSenderCore::closed);
 
 	nb::class_<NetChunkCore>(m, "NetChunk", nb::type_slots(net_chunk_slots),
 				 "One chunk a Receiver received, lent to you: np.asarray(chunk) views its bytes (read-only)\n"
