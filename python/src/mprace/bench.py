@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """What Python costs on top of the C++ library, measured against dmabench in one run:
 
-    python -m mprace.bench [--device emu:] [--dmabench PATH] [--sizes 1M,4M,16M] [--gpu] [--csv FILE]
+    python -m mprace.bench [--device emu:] [--dmabench PATH] [--sizes 1M,4M,16M] [--gpu] [--net]
+                           [--csv FILE]
 
 For each size S: a stream of S-byte buffers (8 of them, the pattern generator as source) consumed
 in Python (the fastest of three windows of --seconds, as dmabench counts the fastest of its
@@ -9,8 +10,11 @@ three repeats), against dmabench's pooled-buffer mode pbSx8-c2h (libbufmgr's sam
 of S, in C++) reading 16 S at a time; and the median of blocking 4 KiB reads from Python against
 dmabench's lat-c2h at 4 KiB. With --gpu (a CUDA build of both, CuPy or PyTorch, a GPU): the
 GPU stage (Board.gpu_stage, 4 buffers of S) reading 16 S at a time into a GPU array, against
-dmabench's fi-pbSx4 (libbufmgr's same stage in C++). Prints a table and the ratios; --csv writes
-them. The figures of docs/python.md come from this command.
+dmabench's fi-pbSx4 (libbufmgr's same stage in C++). With --net (a build with UCX): the network
+stage (Board.net_sender, 8 buffers of S, sending 16 S per call over loopback to a Python
+mprace.Receiver in another process that releases every chunk unread), against dmabench's
+net-pbSx8 sending to mprace-recv --no-check (UCX_TLS as set in the environment). Prints a table
+and the ratios; --csv writes them. The figures of docs/python.md come from this command.
 """
 import argparse
 import csv
@@ -103,7 +107,56 @@ def python_gpu_stage(device: str, size: int, seconds: float) -> float:
             return fastest(3, seconds, lambda: stage.read(dst))
 
 
-def dmabench(exe: str, device: str, modes: str, sizes: str, seconds: float) -> dict:
+RECEIVER = """
+import sys, mprace
+with mprace.Receiver("127.0.0.1:0", max_chunk=int(sys.argv[1])) as rx:
+    print(rx.port, flush=True)
+    for chunk in rx:
+        chunk.release()
+"""
+
+
+def python_net(device: str, size: int, seconds: float) -> float:
+    """Bytes per second of Board.net_sender (8 buffers of `size`) sending 16 `size` per call to
+    a Python Receiver in another process."""
+    rx = subprocess.Popen([sys.executable, "-c", RECEIVER, str(size)], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(rx.stdout.readline())
+        with mprace.open(device) as board:
+            board.route(source="pattern")
+            with board.net_sender(f"127.0.0.1:{port}", buffer_bytes=size, count=8) as tx:
+                tx.send(16 * size)  # warm up
+                rate = fastest(3, seconds, lambda: tx.send(16 * size))
+        rx.wait(30)
+        return rate
+    finally:
+        rx.kill()
+        rx.wait()
+
+
+def dmabench_net(exe: str, recv: str, device: str, size: int, seconds: float) -> float:
+    """MB/s of dmabench's net-pb<size>x8 to mprace-recv --no-check, 16 `size` per transfer."""
+    with tempfile.TemporaryDirectory() as tmp:
+        port_file = os.path.join(tmp, "port")
+        rx = subprocess.Popen([recv, "-l", "127.0.0.1:0", "--port-file", port_file, "-q", "--senders", "1",
+                               "--no-check", "--max-chunk", str(size)], stdout=subprocess.DEVNULL)
+        try:
+            for _ in range(200):
+                if os.path.exists(port_file) and os.path.getsize(port_file):
+                    break
+                time.sleep(0.05)
+            with open(port_file) as f:
+                port = f.read().strip()
+            mode = f"net-pb{size_name(size)}x8"
+            out = dmabench(exe, device, mode, str(16 * size), seconds, ["--net-to", f"127.0.0.1:{port}"])
+            rx.wait(30)
+            return out.get((mode, 16 * size), [0.0])[0]
+        finally:
+            rx.kill()
+            rx.wait()
+
+
+def dmabench(exe: str, device: str, modes: str, sizes: str, seconds: float, extra=()) -> dict:
     """{(mode, bytes): (MB/s, p50 µs or None)} from one dmabench run."""
     with tempfile.TemporaryDirectory() as tmp:
         prefix = os.path.join(tmp, "run")
@@ -111,7 +164,7 @@ def dmabench(exe: str, device: str, modes: str, sizes: str, seconds: float) -> d
         # host it would put itself and the virtual board on one CPU (docs/dmabench.md)
         cpus = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
         r = subprocess.run([exe, "-d", device, "-m", modes, "-s", sizes, "-t", str(seconds), "-r", "3",
-                            "--cpus", cpus, "-o", prefix], capture_output=True, text=True)
+                            "--cpus", cpus, "-o", prefix, *extra], capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"mprace.bench: {exe} failed:\n{r.stderr}")
         out = {}
@@ -134,6 +187,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=1.0, help="time per stream measurement (default 1)")
     ap.add_argument("--reads", type=int, default=2000, help="4 KiB reads timed (default 2000)")
     ap.add_argument("--gpu", action="store_true", help="also the GPU stage against dmabench's fi-pb<S>x4")
+    ap.add_argument("--net", action="store_true", help="also the network stage against dmabench's net-pb<S>x8")
+    ap.add_argument("--mprace-recv", help="mprace-recv for --net (default: beside dmabench, else on PATH)")
     ap.add_argument("--csv", help="write the rows to this file")
     a = ap.parse_args(argv)
     if not a.dmabench:
@@ -162,6 +217,18 @@ def main(argv=None) -> int:
         py = python_gpu_stage(a.device, s, a.seconds) / 1e6
         c = ref.get((f"fi-pb{size_name(s)}x4", 16 * s), [0.0])[0]
         rows.append(("gpu stage", s, py, c, py / c if c else float("nan"), "MB/s"))
+    if a.net:
+        if not mprace.network_available():
+            sys.exit("mprace.bench: --net: this build has no network stage (no UCX)")
+        recv = a.mprace_recv or os.path.join(os.path.dirname(a.dmabench), "mprace-recv")
+        if not os.access(recv, os.X_OK):
+            recv = shutil.which("mprace-recv")
+        if not recv:
+            ap.error("--net: no mprace-recv beside dmabench or on PATH: give --mprace-recv PATH")
+        for s in sizes:
+            c = dmabench_net(a.dmabench, recv, a.device, s, a.seconds)
+            py = python_net(a.device, s, a.seconds) / 1e6
+            rows.append(("net", s, py, c, py / c if c else float("nan"), "MB/s"))
     py_lat = python_read_latency(a.device, a.reads)
     c_lat = ref.get(("lat-c2h", 4096), [0.0, None])[1] or float("nan")
     rows.append(("read 4 KiB p50", 4096, py_lat, c_lat, py_lat - c_lat, "us (last column: Python - C)"))
