@@ -22,6 +22,20 @@ def test_bench_runs(tmp_path):
     assert float(rows[1]["python"]) > 0 and float(rows[1]["cpp"]) > 0
 
 
+@pytest.mark.skipif(not os.access(os.environ.get("DMABENCH", ""), os.X_OK), reason="no dmabench built")
+def test_bench_net_runs(tmp_path):
+    import mprace
+    if not mprace.network_available():
+        pytest.skip("this build has no network stage (no UCX)")
+    out = tmp_path / "bench.csv"
+    r = subprocess.run([sys.executable, "-m", "mprace.bench", "--dmabench", os.environ["DMABENCH"], "--net",
+                        "--sizes", "256K", "--seconds", "0.05", "--reads", "50", "--csv", str(out)],
+                       capture_output=True, text=True, timeout=300, env={**os.environ, "UCX_TLS": "tcp"})
+    assert r.returncode == 0, r.stderr
+    rows = {x["what"]: x for x in csv.DictReader(open(out))}
+    assert float(rows["net"]["python"]) > 0 and float(rows["net"]["cpp"]) > 0
+
+
 def test_bench_usage_errors():
     r = subprocess.run([sys.executable, "-m", "mprace.bench", "--dmabench", "/bin/true", "--sizes", "3"],
                        capture_output=True, text=True)
