@@ -535,6 +535,26 @@ int checked_device(int device)
 	return device;
 }
 
+// Makes `device` current on this thread for its life and then restores the caller's device, so
+// that the package leaves CuPy's or PyTorch's current device as it was.
+class DeviceScope {
+public:
+	explicit DeviceScope(int device)
+	{
+		bufmgr::cuda::check(cudaGetDevice(&saved_), "cudaGetDevice");
+		bufmgr::cuda::check(cudaSetDevice(device), "cudaSetDevice");
+	}
+	DeviceScope(const DeviceScope &) = delete;
+	~DeviceScope()
+	{
+		if (cudaSetDevice(saved_) != cudaSuccess)
+			(void)cudaGetLastError();
+	}
+
+private:
+	int saved_ = 0;
+};
+
 // DLPack's type of a NumPy typestr ("<f4", "|u1", ...; Board.alloc admits ints and floats).
 nb::dlpack::dtype dlpack_dtype(const std::string &typestr, Py_ssize_t itemsize)
 {
@@ -559,7 +579,7 @@ nb::object cuda_view(nb::handle self, int device, bool as_host)
 				      "allocate the buffer with memory=\"user\"");
 #ifdef MPRACE_PY_CUDA
 	device = checked_device(device);
-	bufmgr::cuda::check(cudaSetDevice(device), "cudaSetDevice");
+	DeviceScope on(device);
 	if (!b.cuda_registered) {
 		bufmgr::cuda::check(cudaHostRegister(b.mem, b.size, cudaHostRegisterPortable | cudaHostRegisterMapped),
 				    "cudaHostRegister of the buffer");
@@ -1133,6 +1153,7 @@ struct BoardCore {
 		device = checked_device(device);
 		bufmgr::cuda::CudaOptions o;
 		o.device = device;
+		DeviceScope on(device); // (the stage registers its buffers on it)
 		auto g = std::make_unique<GpuStageCore>(h);
 		g->device = device;
 		g->buffer_bytes = buffer_bytes;
