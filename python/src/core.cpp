@@ -1389,6 +1389,8 @@ NB_MODULE(_core, m)
 
 #ifdef MPRACE_PY_UCX
 	m.attr("built_with_ucx") = true;
+	m.attr("NET_MAX_WINDOW") = bufmgr::net::max_window;
+	m.attr("NET_MAX_CHUNK") = bufmgr::net::max_chunk_limit;
 	nb::class_<NetSenderCore>(m, "_NetSender")
 		.def("send", &NetSenderCore::send)
 		.def("finish", &NetSenderCore::finish)

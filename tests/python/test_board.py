@@ -100,3 +100,10 @@ def test_typed_and_documented():
     for obj in (mprace.Board, mprace.Board.read, mprace.Board.stream, mprace.Buffer, mprace.Chunk,
                 mprace.Transfer.wait, mprace.EngineError, mprace.open):
         assert obj.__doc__ and len(obj.__doc__) > 20, obj
+
+
+def test_every_name_of_all_exists():
+    """`from mprace import *` works in every build (with or without CUDA and UCX)."""
+    names = {}
+    exec("from mprace import *", names)
+    assert set(mprace.__all__) <= set(names)

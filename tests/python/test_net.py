@@ -204,7 +204,8 @@ def test_bad_arguments(board):
         kw.setdefault("to", "127.0.0.1:1")
         with pytest.raises(exc):
             board.net_sender(**kw)
-    for kw, exc in (({"window": 0}, ValueError), ({"max_chunk": -1}, ValueError), ({"listen": 5}, TypeError)):
+    for kw, exc in (({"window": 0}, ValueError), ({"window": 1 << 30}, ValueError), ({"max_chunk": -1}, ValueError),
+                    ({"max_chunk": 1 << 40}, ValueError), ({"window": 2.0}, TypeError), ({"listen": 5}, TypeError)):
         with pytest.raises(exc):
             mprace.Receiver(**kw)
 

@@ -856,9 +856,13 @@ private:
 // ---------------------------------------------------------------------------------------------
 // Receiver
 
+// The limits of ReceiverOptions (a chunk's length is 32 bits in its header).
+inline constexpr std::size_t max_window = 1024;
+inline constexpr std::size_t max_chunk_limit = UINT32_MAX;
+
 struct ReceiverOptions {
 	std::string listen = ":0";                 // Endpoint text; port 0 picks a free port (port())
-	std::size_t window = 8;                    // credits per sender: its chunks in flight
+	std::size_t window = 8;                    // credits per sender: its chunks in flight (1..max_window)
 	std::size_t max_chunk = std::size_t(4) << 20; // the largest chunk accepted
 	std::chrono::microseconds idle_spin{1000}; // as SenderOptions::idle_spin
 };
@@ -983,9 +987,9 @@ private:
 
 		explicit Core(ReceiverOptions o) : opt(std::move(o))
 		{
-			if (opt.window == 0 || opt.window > 1024)
+			if (opt.window == 0 || opt.window > max_window)
 				throw Error(EINVAL, "bufmgr::net::Receiver: window must be 1..1024 chunks");
-			if (opt.max_chunk == 0 || opt.max_chunk > UINT32_MAX)
+			if (opt.max_chunk == 0 || opt.max_chunk > max_chunk_limit)
 				throw Error(EINVAL, "bufmgr::net::Receiver: max_chunk must be 1 byte .. 4 GiB - 1");
 			const Endpoint e = Endpoint::parse(opt.listen);
 			worker.set_idle_spin(opt.idle_spin);

@@ -35,7 +35,9 @@ if _core.built_with_ucx:
 
 __all__ = ["open", "list", "Board", "Buffer", "Transfer", "Stream", "Chunk", "GpuStage", "Registers",
            "NoBoardError", "TransferTimeout", "EngineError", "CudaError", "cuda_available",
-           "cuda_unavailable_reason", "NetSender", "Receiver", "NetChunk", "network_available", "SOURCES", "SINKS"]
+           "cuda_unavailable_reason", "NetSender", "Receiver", "network_available", "SOURCES", "SINKS"]
+if _core.built_with_ucx:
+    __all__.append("NetChunk")
 __version__ = "0.1.0"
 
 # TEST_CONTROL's values (spec: C2H_SOURCE, H2C_SINK)
@@ -90,8 +92,10 @@ class Receiver:
         for v, what in ((window, "window"), (max_chunk, "max_chunk")):
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
                 raise TypeError(f"{what} is an int")
-            if v <= 0:
-                raise ValueError(f"{what} must be > 0")
+        if not 1 <= window <= _core.NET_MAX_WINDOW:
+            raise ValueError(f"window is 1 .. {_core.NET_MAX_WINDOW} chunks, not {window}")
+        if not 1 <= max_chunk <= _core.NET_MAX_CHUNK:
+            raise ValueError(f"max_chunk is 1 .. {_core.NET_MAX_CHUNK} bytes, not {max_chunk}")
         from ._core import _NetReceiver
         self._core = _NetReceiver(listen, int(window), int(max_chunk))
 
