@@ -1315,7 +1315,8 @@ NB_MODULE(_core, m)
 		     "__dlpack__ on CUDA device `device` (default: the current one), whose data pointer is the\n"
 		     "GPU's address of this memory: cupy.from_dlpack(buf.cuda()), torch.from_dlpack(buf.cuda()).\n"
 		     "GPU kernels read and write it across the bus. host=True describes it as CUDA host memory\n"
-		     "(kDLCUDAHost) instead. Kernel memory: ValueError; no GPU: CudaError.")
+		     "(kDLCUDAHost) instead, which NumPy takes (CuPy and PyTorch do not). Kernel memory:\n"
+		     "ValueError; no GPU: CudaError.")
 		.def_prop_ro("cuda_registered", [](BufferCore &b) { return b.cuda_registered; },
 			     "Whether cuda() has registered it with CUDA (until the Buffer object goes).")
 		.def("__len__", [](BufferCore &b) { return b.shape.empty() ? 0 : b.shape[0]; })
