@@ -346,6 +346,7 @@ void DMAEngine::abort(Channel channel)
 	std::lock_guard<detail::OwnedMutex> lk(c.mu);
 	if (e.closed.load())
 		throw Error(ENODEV, "mprace::DMAEngine: the engine is closed");
+	c.checkNotLent("mprace::DMAEngine::abort");
 	e.stopAndCancel(c);
 	c.wr(MP_CHREG_CONTROL, MP_CHREG_CONTROL_RUN_MASK);
 }

@@ -237,6 +237,7 @@ TransferState *EngineState::submitOne(Channel cid, BufferState *b, std::uint64_t
 		throw Error(ENODEV, "mprace::DMAEngine: the engine is closed");
 	if (board->lost.load(std::memory_order_relaxed))
 		throw Error(ENODEV, std::string("mprace::DMAEngine: ") + kBoardLost);
+	c.checkNotLent("mprace::DMAEngine::submit");
 	TransferState *t = c.pool.get();
 	initTransfer(*this, c, t, b, off, len, flags);
 	enqueue(c, t);
@@ -260,6 +261,7 @@ void EngineState::submitMany(Channel cid, const Request *reqs, std::size_t n,
 		throw Error(ENODEV, "mprace::DMAEngine: the engine is closed");
 	if (board->lost.load(std::memory_order_relaxed))
 		throw Error(ENODEV, std::string("mprace::DMAEngine: ") + kBoardLost);
+	c.checkNotLent("mprace::DMAEngine::submit");
 	// Take every state first (the pool may have to grow), so that running out of memory
 	// submits nothing; they are chained through `next` until initialised.
 	TransferState *got = nullptr;
@@ -297,6 +299,7 @@ TransferState *EngineState::submitRaw(Channel cid, std::uint64_t bus, std::uint3
 		throw Error(ENODEV, "mprace::DMAEngine: the engine is closed");
 	if (board->lost.load(std::memory_order_relaxed))
 		throw Error(ENODEV, std::string("mprace::DMAEngine: ") + kBoardLost);
+	c.checkNotLent("mprace::DMAEngine::submitRaw");
 	TransferState *t = c.pool.get();
 	initTransfer(*this, c, t, nullptr, 0, len, 0);
 	t->raw = true;

@@ -172,6 +172,9 @@ struct ChannelState {
 	std::atomic<std::uint32_t> tail_hint{0};
 	TransferState *qhead = nullptr, *qtail = nullptr;
 	std::size_t outstanding = 0;
+	bool lent = false; // to a ChannelLease: the ring and the doorbell are its producer's
+	// Error(EBUSY) naming `who` when lent
+	void checkNotLent(const char *who) const;
 	std::size_t cancelled = 0; // count of transfers ended with ECANCELED (for abort's result)
 	TransferPool pool;
 	// Recovery re-queues surviving descriptors from slot 0; preallocated so it cannot fail.

@@ -6,6 +6,7 @@
 // a small ring. Loop tests run once polling (_i = 0) and once with interrupts (_i = 1).
 #include <atomic>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -489,6 +490,86 @@ START_TEST(test_random_rounds)
 }
 END_TEST
 
+// DMAEngine::lend and ChannelLease: every misuse refused with its errno, the lease usable
+// after the engine is gone (nothing touched), a lent H2C channel driven by hand through the
+// loopback, and the channel back in the engine's hands afterwards.
+START_TEST(test_channel_lease)
+{
+	Board b("emu:");
+	DMABuffer kbuf(b, 64 * KiB);
+	ChannelLease none;
+	ck_assert(!none.valid());
+	ck_assert_errno(none.ring(), EINVAL);
+	ck_assert_errno(none.doorbell(), EINVAL);
+	ck_assert_errno(none.ringDoorbell(1), EINVAL);
+	none.giveBack(); // nothing to give back: no-op
+	{
+		std::optional<DMAEngine> eng;
+		eng.emplace(b);
+		DMAEngine &e = *eng;
+		ck_assert_errno(e.lend(static_cast<Channel>(2)), EINVAL);
+		// outstanding transfers: EBUSY, nothing changed
+		b.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+		b.setPatternRate(1);
+		Transfer slow = e.readAsync(kbuf, 0, 64 * KiB);
+		ck_assert_errno(e.lend(Channel::C2H), EBUSY);
+		ck_assert(slow.abort());
+		b.setPatternRate(0);
+		ChannelLease l = e.lend(Channel::C2H);
+		ck_assert(l.valid() && l.channel() == Channel::C2H && !l.bar0IsDeviceMemory());
+		ck_assert_errno(e.lend(Channel::C2H), EBUSY);
+		ck_assert_errno(e.readAsync(kbuf, 0, 4096), EBUSY);
+		ck_assert_errno(e.read(kbuf, 0, 4096), EBUSY);
+		ck_assert_errno(e.submitRaw(Channel::C2H, kbuf.busAddress(), 4096), EBUSY);
+		ck_assert_errno(e.abort(Channel::C2H), EBUSY);
+		Request req{&kbuf, 0, 4096, 0};
+		Transfer h;
+		ck_assert_errno(e.submit(Channel::C2H, &req, 1, &h), EBUSY);
+		ck_assert(!h.valid());
+		// the other channel lends too, and runs by hand: H2C -> loopback -> lent C2H
+		ChannelLease h2c = e.lend(Channel::H2C);
+		ck_assert(h2c.doorbell() != l.doorbell());
+		ChannelLease moved(std::move(h2c));
+		ck_assert(!h2c.valid() && moved.valid());
+		b.setTestRouting(C2HSource::Loopback, H2CSink::Loopback);
+		fillPattern(kbuf.data(), 16 * KiB, 99);
+		std::memset(static_cast<char *>(kbuf.data()) + 32 * KiB, 0, 16 * KiB);
+		kbuf.syncForDevice();
+		l.ring().at(0).set(kbuf.busAddress(32 * KiB), 16 * KiB, 0, 0);
+		l.ringDoorbell(1);
+		moved.ring().at(0).set(kbuf.busAddress(0), 16 * KiB, 0, 0);
+		moved.ringDoorbell(1);
+		for (int i = 0; i < 100000 && !l.ring().at(0).record().done(); ++i)
+			std::this_thread::sleep_for(std::chrono::microseconds(50));
+		ck_assert(moved.ring().at(0).record().done() && l.ring().at(0).record().done());
+		ck_assert_uint_eq(l.ring().at(0).record().bytes, 16 * KiB);
+		kbuf.syncForCpu();
+		assertPattern(static_cast<char *>(kbuf.data()) + 32 * KiB, 16 * KiB, 99, "loopback");
+		moved = ChannelLease(); // move-assigning gives the old lease back
+		ck_assert(!moved.valid());
+		fillPattern(kbuf.data(), 4096, 5);
+		kbuf.syncForDevice();
+		b.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
+		b.resetChecker(5);
+		ck_assert_uint_eq(e.write(kbuf, 0, 4096), 4096);
+		l.giveBack();
+		l.giveBack(); // idempotent
+		ck_assert(!l.valid());
+		b.setPatternSeed(7);
+		ck_assert_uint_eq(e.read(kbuf, 0, 4096), 4096);
+		kbuf.syncForCpu();
+		assertPattern(kbuf.data(), 4096, 7, "after giveBack");
+		l = e.lend(Channel::C2H);
+		// the engine goes first: the lease stays valid and giving it back touches nothing
+		eng.reset();
+		eng.emplace(b);
+		ck_assert_errno(eng->read(kbuf, 0, 4096), 0); // a new engine owns both channels
+		l.giveBack();
+		ck_assert_errno(eng->read(kbuf, 0, 4096), 0);
+	}
+}
+END_TEST
+
 extern "C" Suite *test_suite(void)
 {
 	Suite *s = suite_create("mprace_dma");
@@ -511,6 +592,7 @@ extern "C" Suite *test_suite(void)
 	tc = tcase_create("random");
 	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, test_random_rounds, 0, 2);
+	tcase_add_test(tc, test_channel_lease);
 	suite_add_tcase(s, tc);
 	return s;
 }

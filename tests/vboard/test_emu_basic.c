@@ -284,8 +284,15 @@ START_TEST(test_info_and_bars)
 	ck_assert_uint_eq(info.dma_mask_bits, 64);
 	ck_assert(strstr(info.name, "gen1x1"));
 
-	/* BAR0 has side effects: no mapping, accessors only */
-	ck_assert_int_eq(pd_map_bar(b.dev, 0, 0, &p, &sz), -EOPNOTSUPP);
+	/* BAR0 maps as the doorbell page (test_emu_dma.c rings it): the identification
+	 * registers as read when mapped; not prefetchable */
+	ck_assert_int_eq(pd_map_bar(b.dev, 0, PD_MAP_WC, &p, &sz), -EINVAL);
+	ck_assert_int_eq(pd_map_bar(b.dev, 0, 0, &p, &sz), 0);
+	ck_assert_uint_eq(sz, MP_ENGINE_BAR0_SIZE);
+	ck_assert_uint_eq(((volatile uint32_t *)p)[MP_REG_MAGIC / 4], MP_ENGINE_MAGIC);
+	ck_assert_uint_eq(((volatile uint32_t *)p)[MP_REG_CAPS / 4], rd(&b, MP_REG_CAPS));
+	ck_assert_uint_eq(((volatile uint32_t *)p)[MP_REG_SCRATCH / 4], 0);
+	ck_assert_int_eq(pd_unmap_bar(b.dev, 0), 0);
 	ck_assert_int_eq(pd_map_bar(b.dev, 1, 0, &p, &sz), -EINVAL);
 	/* BAR2 is plain memory, mapped and through accessors alike */
 	ck_assert_int_eq(pd_map_bar(b.dev, 2, PD_MAP_WC, &p, &sz), 0);

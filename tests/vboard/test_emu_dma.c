@@ -581,6 +581,88 @@ START_TEST(test_user_packets)
 }
 END_TEST
 
+/* Doorbells through BAR0 mapped as memory (the doorbell page, docs/virtual-board.md): a TAIL
+ * stored into the page moves the engine; a TAIL set through the registers (a write, a channel
+ * RESET, a global RESET) becomes the page's too, so that storing the same count again after a
+ * reset is still a doorbell; writes to other words of the page do nothing. */
+START_TEST(test_doorbell_page)
+{
+	struct eb b;
+	struct ering r;
+	pd_kmem *km;
+	volatile uint32_t *page, *tail;
+	uint8_t *buf;
+	uint64_t bus;
+	size_t sz;
+	void *p;
+	uint32_t k;
+	const uint32_t len = 4096;
+
+	eb_open(&b, "emu:link=ideal");
+	ck_assert_int_eq(pd_map_bar(b.dev, MP_ENGINE_BAR, 0, &p, &sz), 0);
+	page = p;
+	tail = page + (MP_CH_BASE(MP_CH_C2H) + MP_CHREG_TAIL) / 4;
+	ering_init(&b, &r, MP_CH_C2H, 8);
+	ck_assert_int_eq(pd_kmem_alloc(b.dev, 16 * len, &km), 0);
+	buf = pd_kmem_ptr(km);
+	bus = pd_kmem_bus_addr(km);
+	set_test(&b, MP_C2H_SOURCE_PATTERN, 0);
+	wr(&b, MP_REG_PATGEN_SEED, 11);
+	run(&b, MP_CH_C2H);
+	/* writes elsewhere in the page reach nothing */
+	page[(MP_CH_BASE(MP_CH_C2H) + MP_CHREG_CONTROL) / 4] = MP_CHREG_CONTROL_RESET_MASK;
+	page[MP_REG_SCRATCH / 4] = 0x1234;
+	for (k = 0; k < 3; k++)
+		ering_put_raw(&r, bus + (uint64_t)k * len, len, 0);
+	__atomic_store_n(tail, r.tail, __ATOMIC_RELEASE);
+	ck_assert(wait_head(&b, MP_CH_C2H, 3, EMU_WAIT_MS));
+	ck_assert_uint_eq(crd(&b, MP_CH_C2H, MP_CHREG_TAIL), 3);
+	ck_assert_uint_eq(rd(&b, MP_REG_SCRATCH), 0);
+	ck_assert_uint_eq(state_of(crd(&b, MP_CH_C2H, MP_CHREG_STATUS)), MP_STATE_RUNNING);
+	ck_assert_int_eq(pattern_mismatch(buf, 3 * len / 4, 11), -1);
+
+	/* a channel RESET through the registers: TAIL 0 in the page too; 3 again rings */
+	cwr(&b, MP_CH_C2H, MP_CHREG_CONTROL, MP_CHREG_CONTROL_RESET_MASK);
+	ck_assert_uint_eq(*tail, 0);
+	ering_init(&b, &r, MP_CH_C2H, 8);
+	wr(&b, MP_REG_PATGEN_SEED, 22);
+	run(&b, MP_CH_C2H);
+	for (k = 0; k < 3; k++)
+		ering_put_raw(&r, bus + (uint64_t)k * len, len, 0);
+	__atomic_store_n(tail, r.tail, __ATOMIC_RELEASE);
+	ck_assert(wait_head(&b, MP_CH_C2H, 3, EMU_WAIT_MS));
+	ck_assert_int_eq(pattern_mismatch(buf, 3 * len / 4, 22), -1);
+
+	/* a TAIL written through the registers is the page's: not taken for a doorbell again */
+	ering_put_raw(&r, bus, len, 0);
+	ering_doorbell(&b, &r);
+	ck_assert_uint_eq(*tail, 4);
+	ck_assert(wait_head(&b, MP_CH_C2H, 4, EMU_WAIT_MS));
+
+	/* a global RESET clears every TAIL; then 11 descriptors wrap the 8-entry ring */
+	wr(&b, MP_REG_CONTROL, MP_REG_CONTROL_RESET_MASK);
+	ck_assert_uint_eq(*tail, 0);
+	ering_init(&b, &r, MP_CH_C2H, 8);
+	set_test(&b, MP_C2H_SOURCE_PATTERN, 0);
+	wr(&b, MP_REG_PATGEN_SEED, 33);
+	run(&b, MP_CH_C2H);
+	for (k = 0; k < 11; k++) {
+		ering_put_raw(&r, bus + (uint64_t)k * len, len, 0);
+		if (k % 4 == 3 || k == 10) {
+			__atomic_store_n(tail, r.tail, __ATOMIC_RELEASE);
+			ck_assert(wait_head(&b, MP_CH_C2H, r.tail, EMU_WAIT_MS));
+		}
+	}
+	ck_assert_int_eq(pattern_mismatch(buf, 11 * len / 4, 33), -1);
+	/* a doorbell rung just before the unmap is not lost */
+	ering_put_raw(&r, bus, len, 0);
+	__atomic_store_n(tail, r.tail, __ATOMIC_RELEASE);
+	ck_assert_int_eq(pd_unmap_bar(b.dev, MP_ENGINE_BAR), 0);
+	ck_assert(wait_head(&b, MP_CH_C2H, 12, EMU_WAIT_MS));
+	eb_close(&b);
+}
+END_TEST
+
 Suite *test_suite(void)
 {
 	Suite *s = suite_create("emu-dma");
@@ -603,6 +685,7 @@ Suite *test_suite(void)
 	tcase_add_test(tc, test_halt_in_flight);
 	tcase_add_test(tc, test_config_locked_while_running);
 	tcase_add_test(tc, test_user_packets);
+	tcase_add_test(tc, test_doorbell_page);
 	suite_add_tcase(s, tc);
 	return s;
 }

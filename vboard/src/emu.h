@@ -66,6 +66,7 @@
 
 #include "pcidriver/backend.h"
 #include "mprace-spec/engine_spec.h"
+#include "doorbell.h"
 #include "host.h"
 #include "options.h"
 
@@ -280,6 +281,9 @@ struct emu_dev {
 
 	/* on-board memory BAR */
 	void *mem;
+
+	/* BAR0 mapped by pd_map_bar: its channels' TAIL words are doorbells (doorbell.h) */
+	struct vb_doorbell doorbell;
 
 	/* config space */
 	pthread_mutex_t cfg_lock;

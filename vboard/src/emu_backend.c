@@ -41,6 +41,7 @@ static void emu_free_dev(struct emu_dev *d)
 	emu_test_destroy(&d->test);
 	emu_irq_destroy(&d->irq);
 	pthread_mutex_destroy(&d->cfg_lock);
+	pthread_mutex_destroy(&d->doorbell.lock);
 	free(d);
 }
 
@@ -65,6 +66,7 @@ static int emu_open(const char *name, void **dev)
 		return ret;
 	}
 	d->cfg = opts.emu;
+	vb_doorbell_init(&d->doorbell, emu_reg_read, emu_reg_write, d);
 	emu_link_init(&d->link, &d->cfg);
 	d->t0_ns = emu_now_ns();
 	for (i = 0; i < MP_CH_COUNT; i++) {
@@ -119,7 +121,9 @@ static void emu_close(void *dev)
 {
 	struct emu_dev *d = dev_of(dev);
 
-	/* the front end has freed every kmem/umem: the engine can touch nothing any more */
+	/* the front end has freed every kmem/umem and unmapped the BARs: the engine can touch
+	 * nothing any more */
+	vb_doorbell_unmap(&d->doorbell);
 	emu_engine_stop(d);
 	emu_free_dev(d);
 }
@@ -163,8 +167,8 @@ static int emu_map_bar(void *dev, unsigned int bar, unsigned int flags, void **a
 {
 	struct emu_dev *d = dev_of(dev);
 
-	if (bar == MP_ENGINE_BAR)
-		return -EOPNOTSUPP;   /* registers with side effects: use pd_regs_get */
+	if (bar == MP_ENGINE_BAR)   /* the doorbell page (doorbell.h); not prefetchable */
+		return flags ? -EINVAL : vb_doorbell_map(&d->doorbell, addr, size);
 	if (bar != EMU_MEM_BAR || !d->mem)
 		return -EINVAL;       /* no such BAR */
 	*addr = d->mem;
@@ -174,7 +178,18 @@ static int emu_map_bar(void *dev, unsigned int bar, unsigned int flags, void **a
 
 static int emu_unmap_bar(void *dev, unsigned int bar, void *addr, size_t size)
 {
+	if (bar == MP_ENGINE_BAR)
+		vb_doorbell_unmap(&dev_of(dev)->doorbell);
 	return 0;   /* the on-board memory lives until pd_close */
+}
+
+/* pd_regs' write: the register file, and the doorbell page follows what it must */
+static void emu_reg_write_noted(void *ctx, uint64_t off, uint32_t v)
+{
+	struct emu_dev *d = ctx;
+
+	emu_reg_write(d, off, v);
+	vb_doorbell_note(&d->doorbell, off, v);
 }
 
 /* The CPU stalls for the whole access on real hardware too, so waiting here is honest. */
@@ -216,7 +231,7 @@ static int emu_regs_get(void *dev, unsigned int bar, struct pd_regs *regs)
 		regs->size = MP_ENGINE_BAR0_SIZE;
 		regs->ctx = d;
 		regs->read32 = emu_reg_read;
-		regs->write32 = emu_reg_write;
+		regs->write32 = emu_reg_write_noted;
 		return 0;
 	}
 	if (bar == EMU_MEM_BAR && d->mem) {

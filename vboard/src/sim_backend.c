@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "doorbell.h"
 #include "host.h"
 #include "options.h"
 #include "backends.h"
@@ -61,6 +62,7 @@ struct sim_dev {
 	bool server_started, host_ready;
 	atomic_bool dead;             /* the simulator is gone: reads return all-ones */
 	uint32_t bar0_size, vectors;
+	struct vb_doorbell doorbell;  /* BAR0 mapped by pd_map_bar (doorbell.h) */
 	uint8_t dma_buf[SIM_MAX_DMA]; /* the server's */
 };
 
@@ -320,8 +322,12 @@ static void free_dev(struct sim_dev *s)
 	if (s->host_ready)
 		vb_host_destroy(&s->host);
 	pthread_mutex_destroy(&s->req_lock);
+	pthread_mutex_destroy(&s->doorbell.lock);
 	free(s);
 }
+
+static uint32_t sim_reg_read(void *ctx, uint64_t off);
+static void sim_reg_write(void *ctx, uint64_t off, uint32_t v);
 
 static int sim_open(const char *name, void **dev)
 {
@@ -336,6 +342,7 @@ static int sim_open(const char *name, void **dev)
 	memset(s, 0, sz);
 	s->req_fd = s->dev_fd = s->log_fd = -1;
 	pthread_mutex_init(&s->req_lock, NULL);
+	vb_doorbell_init(&s->doorbell, sim_reg_read, sim_reg_write, s);
 	ret = vb_parse_options(VB_SIM, name, &opts);
 	if (!ret && opts.host.iova_base < SIM_HOST_BASE) {
 		pd_backend_set_error("sim: bad option 'iova=0x%llx': the root complex keeps the space "
@@ -388,6 +395,7 @@ static void sim_close(void *dev)
 {
 	struct sim_dev *s = dev;
 
+	vb_doorbell_unmap(&s->doorbell);   /* its thread writes registers */
 	stop_sim(s);
 	free_dev(s);
 }
@@ -471,6 +479,15 @@ static void sim_reg_write(void *ctx, uint64_t off, uint32_t v)
 	request(ctx, SIM_REQ_WR32, v, off, NULL, 0, NULL, 0);   /* posted */
 }
 
+/* pd_regs' write: the register file, and the doorbell page follows what it must */
+static void sim_reg_write_noted(void *ctx, uint64_t off, uint32_t v)
+{
+	struct sim_dev *s = ctx;
+
+	sim_reg_write(s, off, v);
+	vb_doorbell_note(&s->doorbell, off, v);
+}
+
 static int sim_regs_get(void *dev, unsigned int bar, struct pd_regs *regs)
 {
 	struct sim_dev *s = dev;
@@ -481,19 +498,29 @@ static int sim_regs_get(void *dev, unsigned int bar, struct pd_regs *regs)
 	regs->size = s->bar0_size;
 	regs->ctx = s;
 	regs->read32 = sim_reg_read;
-	regs->write32 = sim_reg_write;
+	regs->write32 = sim_reg_write_noted;
 	return 0;
 }
 
 static int sim_map_bar(void *dev, unsigned int bar, unsigned int flags, void **addr,
 		       size_t *size)
 {
-	return bar == MP_ENGINE_BAR ? -EOPNOTSUPP : -EINVAL;   /* registers: pd_regs_get */
+	struct sim_dev *s = dev;
+
+	if (bar != MP_ENGINE_BAR)
+		return -EINVAL;
+	/* the doorbell page (doorbell.h); not prefetchable */
+	return flags ? -EINVAL : vb_doorbell_map(&s->doorbell, addr, size);
 }
 
 static int sim_unmap_bar(void *dev, unsigned int bar, void *addr, size_t size)
 {
-	return -EINVAL;
+	struct sim_dev *s = dev;
+
+	if (bar != MP_ENGINE_BAR)
+		return -EINVAL;
+	vb_doorbell_unmap(&s->doorbell);
+	return 0;
 }
 
 static int sim_kmem_alloc(void *dev, struct pd_backend_kmem *km)

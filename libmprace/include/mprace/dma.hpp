@@ -347,6 +347,55 @@ struct Request {
 	std::uint32_t flags = 0;   // DMAEngine::EndOfPacket
 };
 
+// A channel lent to a producer of descriptors outside the library: a GPU kernel that writes
+// descriptors into the ring and rings the doorbell itself (bufmgr/cuda_initiated.cuh), or any
+// other master that reaches host memory and BAR0. Move-only; the destructor gives the channel
+// back. docs/libmprace.md, "Lending a channel", says how a producer uses it.
+class ChannelLease {
+public:
+	ChannelLease() noexcept = default;
+	ChannelLease(ChannelLease &&o) noexcept;
+	ChannelLease &operator=(ChannelLease &&o) noexcept;
+	ChannelLease(const ChannelLease &) = delete;
+	ChannelLease &operator=(const ChannelLease &) = delete;
+	~ChannelLease() { giveBack(); }
+
+	bool valid() const noexcept { return e_ != nullptr; }
+	// \pre valid() for every call below but giveBack() (else Error(EINVAL)).
+	Channel channel() const;
+	// The channel's ring: descriptor number n (free-running from 0 when lent) goes into slot
+	// n mod size(); the engine runs them once the doorbell says so.
+	DMADescriptorList &ring() const;
+	// BAR0 as pd_map_bar(0) maps it: a real board's registers (device memory: CUDA registers
+	// it with cudaHostRegisterIoMemory), or on the virtual board and sim: the doorbell page
+	// of docs/dma-engine.md (process memory in which each channel's TAIL is live).
+	void *bar0() const;
+	std::size_t bar0Size() const;
+	bool bar0IsDeviceMemory() const;
+	// The channel's TAIL inside bar0(): write the count of descriptors queued so far.
+	volatile std::uint32_t *doorbell() const;
+	// For a producer on the CPU: a release fence (the descriptors before the doorbell), then
+	// `count` into doorbell().
+	void ringDoorbell(std::uint32_t count) const;
+
+	// Resets the channel (RESET: HEAD = TAIL = 0, descriptors in flight dropped) and hands it
+	// back to the engine, whose transfers work again. The producer must have stopped. Idempotent;
+	// does nothing to the hardware once the engine is closed.
+	void giveBack() noexcept;
+
+private:
+	friend class DMAEngine;
+	ChannelLease(std::shared_ptr<detail::EngineState> e, Channel ch, void *bar0,
+		     std::size_t bar0_size, bool device) noexcept
+		: e_(std::move(e)), ch_(ch), bar0_(bar0), bar0_size_(bar0_size), device_(device) {}
+
+	std::shared_ptr<detail::EngineState> e_;
+	Channel ch_ = Channel::C2H;
+	void *bar0_ = nullptr;
+	std::size_t bar0_size_ = 0;
+	bool device_ = false;
+};
+
 class DMAEngine {
 public:
 	// H2C only: assert tlast on the last beat of the transfer (CTRL.EOP on its last
@@ -403,6 +452,12 @@ public:
 
 	// Cancels every transfer of the channel (ECANCELED); the channel is reset and usable.
 	void abort(Channel channel);
+	// Lends the channel to a producer outside the library (ChannelLease): maps BAR0, resets
+	// the channel (HEAD = TAIL = 0) and sets RUN. Until the lease is given back, submit, read,
+	// write, submitRaw and abort on the channel throw Error(EBUSY); the other channel works
+	// as before. Error(EBUSY) if the channel has transfers outstanding or is lent already;
+	// the errno of pd_map_bar if BAR0 cannot be mapped; ENODEV if the engine is closed.
+	ChannelLease lend(Channel channel);
 	// Processes completions written back so far; returns the number of transfers finished.
 	// ENODEV once the board or the engine was closed.
 	std::size_t poll(Channel channel);
