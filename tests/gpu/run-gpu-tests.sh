@@ -12,6 +12,7 @@
 #   test_gpu_dmabuf   GPU memory exported as a dma-buf; the virtual board refuses it
 #   test_gpu_multi    several GPUs at once: one board fanning out, a board per GPU
 #   test_gpu_resident the resident receive path: a resident block polls the completion records
+#   test_gpu_initiated GPU-initiated transfers: a kernel writes descriptors and rings the doorbell
 # The figures of the GPU paths are dmabench's (modes hg, gh, fi, fi-serial, gi, ...):
 # scripts/gpu-pipeline.sh builds it with the GPU tests and runs the sweeps.
 # Exit status: 0 if every test passed (or skipped: no GPU), 1 otherwise.
@@ -59,12 +60,14 @@ mk=$build/Makefile
 		esac
 	done
 	echo "LIBOBJS =$objs"
-	echo "all: test_gpu_refuse test_gpu_stage test_gpu_dmabuf test_gpu_multi test_gpu_resident"
+	echo "all: test_gpu_refuse test_gpu_stage test_gpu_dmabuf test_gpu_multi test_gpu_resident test_gpu_initiated"
 	echo "obj/gpu_pattern.o: \$(TOP)/tests/gpu/gpu_pattern.cu \$(TOP)/tests/gpu/gpu_pattern.h; \$(NVCC) \$(NVCCFLAGS) -std=c++17 -I\$(TOP)/spec/include -I\$(TOP)/libbufmgr/include -I\$(TOP)/pcidriver/lib -c -o \$@ \$<"
 	for t in test_gpu_refuse test_gpu_stage test_gpu_dmabuf test_gpu_multi; do
 		echo "$t: \$(TOP)/tests/gpu/$t.cpp obj/gpu_pattern.o \$(LIBOBJS); \$(CXX) \$(CPPFLAGS) \$(CXXFLAGS) -MMD -o \$@ \$< obj/gpu_pattern.o \$(LIBOBJS) \$(LIBS)"
 	done
-	echo "test_gpu_resident: \$(TOP)/tests/gpu/test_gpu_resident.cu \$(LIBOBJS); \$(NVCC) \$(NVCCFLAGS) \$(CPPFLAGS) -o \$@ \$< \$(LIBOBJS) \$(LIBS)"
+	for t in test_gpu_resident test_gpu_initiated; do
+		echo "$t: \$(TOP)/tests/gpu/$t.cu \$(LIBOBJS); \$(NVCC) \$(NVCCFLAGS) \$(CPPFLAGS) -o \$@ \$< \$(LIBOBJS) \$(LIBS)"
+	done
 	echo "-include obj/*.d *.d"
 } >"$mk"
 echo "== build in $build (nvcc: $NVCC)"
@@ -86,6 +89,7 @@ run_test test_gpu_stage
 run_test test_gpu_dmabuf
 run_test test_gpu_multi
 run_test test_gpu_resident
+run_test test_gpu_initiated
 
 echo "== run-gpu-tests: $([ $status = 0 ] && echo PASS || echo FAIL)"
 exit $status

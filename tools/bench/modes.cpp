@@ -49,6 +49,8 @@ const std::vector<ModeInfo> &mode_table()
 		{"ri ri-copy", "", "board -> host -> a resident GPU block that polls the completion records and checks each chunk (in place over the bus, or copied into GPU memory first); 8 buffers in flight", true},
 		{"lat-ri lat-ri-copy", "", "the same one chunk at a time, each chunk's round trip (submit -> the block's done seen by the host): p50/p99/p99.9/max", true},
 		{"lat-fi", "", "fi one chunk at a time (the copy engine), each chunk's round trip: the reference for lat-ri", true},
+		{"ig", "", "GPU-initiated: a GPU kernel writes the descriptors, rings the doorbell through BAR0 mapped into the GPU and checks each chunk in place; 8 chunks queued; no CPU in the loop", true},
+		{"lat-ig", "", "the same one chunk at a time, each chunk's round trip on the GPU's clock (descriptor written -> chunk checked): p50/p99/p99.9/max", true},
 		{"net", "", "board -> host -> network to the receivers of --net-to (mprace-recv), through bufmgr's network stage (UCX), 4 user-memory DMA buffers of 1 MiB", false},
 		{"net-db<S> net-pb<S>x<N>", "", "the same with two / N DMA buffers of S bytes", false},
 	};
@@ -190,7 +192,7 @@ ModeSpec parse_mode(const std::string &name)
 		s.family = Family::Gpu;
 		s.gpu = n;
 	} else if (n == "fr" || n == "gr" || n == "ri" || n == "ri-copy" || n == "lat-ri" || n == "lat-ri-copy" ||
-		   n == "lat-fi") {
+		   n == "lat-fi" || n == "ig" || n == "lat-ig") {
 		s.family = Family::Gpu;
 		s.gpu = n;
 		s.latency = n.compare(0, 4, "lat-") == 0;

@@ -23,6 +23,7 @@
 #include "bufmgr/cuda.hpp"
 #include "bufmgr/cuda_direct.hpp"
 #include "bufmgr/cuda_multi.hpp"
+#include "bufmgr/cuda_initiated.cuh"
 #include "bufmgr/cuda_resident.cuh"
 #include "bufmgr/cuda_transform.cuh"
 #include "bufmgr/mprace_transfer.hpp"
@@ -821,6 +822,91 @@ private:
 	std::vector<double> latency_us_;
 };
 
+// ig, lat-ig: GPU-initiated transfers (bufmgr/cuda_initiated.cuh). A kernel writes the descriptors,
+// rings the doorbell through BAR0 mapped into the GPU, waits for the records and checks each chunk
+// (PatternConsumer); the host only launches it and sleeps. lat-ig: one chunk at a time, each
+// chunk's round trip on the GPU's clock (descriptors written -> chunk checked).
+class InitiatedMode : public Mode {
+public:
+	InitiatedMode(const ModeSpec &s, Env &env) : s_(s), env_(env) {}
+	~InitiatedMode() override { teardown(); }
+	std::string name() const override { return s_.canonical; }
+	std::string direction() const override { return "c2g"; }
+	std::string description() const override
+	{
+		return s_.latency ? "GPU-initiated: a kernel writes the descriptor, rings the doorbell, waits for the record "
+				    "and checks the chunk, one at a time; round trip on the GPU's clock"
+				  : strprintf("GPU-initiated: a kernel queues %u chunks at a time on the board itself and checks "
+					      "each in place over the bus; the host only launches it",
+					      kBuffers);
+	}
+	std::string auto_reference() const override { return s_.latency ? "lat-fi" : "c2h-umem"; }
+	std::uint64_t granule() const override { return MP_ENGINE_GRANULE; }
+	bool can_verify() const override { return true; }
+	void setup(std::uint64_t max_bytes) override
+	{
+		require_gpu();
+		mprace::Board &b = pattern_board(env_);
+		mprace::DMAEngine &e = env_.engine();
+		seed_ = next_seed();
+		b.setPatternSeed(seed_);
+		void *p = nullptr;
+		cuda_check(cudaHostAlloc(&p, sizeof(*errors_), cudaHostAllocMapped), "cudaHostAlloc");
+		errors_ = static_cast<volatile unsigned long long *>(p);
+		*errors_ = 0;
+		unsigned long long *dev = nullptr;
+		cuda_check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&dev), const_cast<unsigned long long *>(errors_), 0),
+			   "cudaHostGetDevicePointer");
+		bufmgr::cuda::InitiatedOptions o;
+		o.depth = s_.latency ? 1 : kBuffers;
+		try {
+			rd_ = std::make_unique<bufmgr::cuda::InitiatedReader<PatternConsumer>>(
+				b, e, s_.latency ? 1 : kBuffers, std::max<std::uint64_t>(max_bytes, 4), PatternConsumer{seed_, dev}, o);
+		} catch (const pcidriver::Error &err) {
+			if (err.code().value() == EOPNOTSUPP || err.code().value() == ENODEV)
+				throw Unavailable(std::string("BAR0 cannot be mapped for the GPU: ") + err.what());
+			throw;
+		}
+	}
+	void transfer(std::uint64_t bytes) override { run(bytes, 1); }
+	void run(std::uint64_t bytes, std::uint64_t n) override
+	{
+		rd_->run(n, bytes, s_.latency ? &lat_ns_ : nullptr);
+		if (s_.latency)
+			for (std::uint64_t i = 0; i < n; ++i)
+				latency_us_.push_back(lat_ns_[i] / 1e3);
+	}
+	std::vector<double> take_latencies() override { return std::exchange(latency_us_, {}); }
+	bool verify(std::uint64_t bytes, std::string *why) override
+	{
+		const unsigned long long before = *errors_;
+		run(bytes, 1);
+		if (*errors_ == 0)
+			return true;
+		*why = strprintf("%llu words differ from the pattern (counted by the kernel; %llu in this chunk)",
+				 static_cast<unsigned long long>(*errors_), static_cast<unsigned long long>(*errors_ - before));
+		return false;
+	}
+	void teardown() override
+	{
+		rd_.reset(); // gives the C2H channel back to the engine
+		if (errors_)
+			cudaFreeHost(const_cast<unsigned long long *>(errors_));
+		errors_ = nullptr;
+	}
+
+	static constexpr unsigned kBuffers = 8;
+
+private:
+	ModeSpec s_;
+	Env &env_;
+	std::uint32_t seed_ = 0;
+	volatile unsigned long long *errors_ = nullptr;
+	std::unique_ptr<bufmgr::cuda::InitiatedReader<PatternConsumer>> rd_;
+	std::vector<std::uint64_t> lat_ns_;
+	std::vector<double> latency_us_;
+};
+
 // lat-fi: the copy-engine path one chunk at a time (bufmgr::cuda::FpgaToGpu, one chunk of
 // `bytes` per transfer), each chunk's round trip: what lat-ri is measured against.
 class CopyEngineLatencyMode : public BoardGpuMode {
@@ -939,6 +1025,8 @@ std::unique_ptr<Mode> make_gpu_mode(const ModeSpec &s, Env &env)
 		return std::make_unique<CopyEngineLatencyMode>(env);
 	if (s.gpu.find("ri") != std::string::npos)
 		return std::make_unique<ResidentMode>(s, env);
+	if (s.gpu == "ig" || s.gpu == "lat-ig")
+		return std::make_unique<InitiatedMode>(s, env);
 	return std::make_unique<PipeMode>(s, env);
 }
 

@@ -115,6 +115,24 @@ __device__ inline void store_release_system(volatile std::uint64_t *p, std::uint
 	asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
+// Registers host memory with CUDA, mapped, and returns the GPU's address of it. Process memory
+// registers plainly; memory the plain way refuses (a dma_mmap_coherent mapping of pcidriver's
+// kernel memory, a BAR) is tried again as I/O memory (*io then true).
+inline void *register_mapped(void *p, std::size_t n, bool *io, const char *who)
+{
+	*io = false;
+	cudaError_t e = cudaHostRegister(p, n, cudaHostRegisterMapped | cudaHostRegisterPortable);
+	if (e != cudaSuccess) {
+		(void)cudaGetLastError();
+		e = cudaHostRegister(p, n, cudaHostRegisterMapped | cudaHostRegisterIoMemory);
+		*io = e == cudaSuccess;
+	}
+	check(e, std::string(who) + ": cudaHostRegister");
+	void *d = nullptr;
+	check(cudaHostGetDevicePointer(&d, p, 0), "cudaHostGetDevicePointer");
+	return d;
+}
+
 // One look at ring slot (n mod size) for descriptor number n. The host writes a slot in the
 // order: record cleared, address and length, cookie (libmprace, DMADescriptor::set); the engine
 // writes the record last of all. So the cookie is read first, and only after an acquire fence
@@ -446,21 +464,6 @@ private:
 		std::snprintf(s, sizeof(s), "%x", v);
 		return s;
 	}
-	static void *register_mapped(void *p, std::size_t n, bool *io)
-	{
-		*io = false;
-		cudaError_t e = cudaHostRegister(p, n, cudaHostRegisterMapped | cudaHostRegisterPortable);
-		if (e != cudaSuccess) {
-			(void)cudaGetLastError();
-			e = cudaHostRegister(p, n, cudaHostRegisterMapped | cudaHostRegisterIoMemory);
-			*io = e == cudaSuccess;
-		}
-		check(e, "bufmgr::cuda::ResidentReceiver: cudaHostRegister");
-		void *d = nullptr;
-		check(cudaHostGetDevicePointer(&d, p, 0), "cudaHostGetDevicePointer");
-		return d;
-	}
-
 	void setup(mprace::Board &board, unsigned int count, Consumer consume)
 	{
 		check(cudaHostAlloc(reinterpret_cast<void **>(&sh_), sizeof(*sh_), cudaHostAllocMapped),
@@ -478,7 +481,7 @@ private:
 			if (d.length() != 0 || d.address() != 0)
 				min_cookie_ = std::max<std::uint64_t>(min_cookie_, d.cookie() + 1);
 		}
-		const void *dev_ring = register_mapped(ring_host_, ring_bytes_, &io);
+		const void *dev_ring = detail::register_mapped(ring_host_, ring_bytes_, &io, "bufmgr::cuda::ResidentReceiver");
 		ring_registered_ = true;
 		std::vector<std::uintptr_t> dev_bufs(count);
 		for (unsigned int b = 0; b < count; ++b) {
@@ -487,7 +490,7 @@ private:
 				throw Error(errno, "bufmgr::cuda::ResidentReceiver: mmap");
 			host_.push_back(p);
 			bufs_.push_back(std::make_unique<mprace::DMABuffer>(board, p, size_, PD_DMA_FROM_DEVICE));
-			dev_bufs[b] = reinterpret_cast<std::uintptr_t>(register_mapped(p, size_, &io));
+			dev_bufs[b] = reinterpret_cast<std::uintptr_t>(detail::register_mapped(p, size_, &io, "bufmgr::cuda::ResidentReceiver"));
 			registered_.push_back(p);
 		}
 		pending_.resize(count);

@@ -1,0 +1,514 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// GPU-initiated transfers: a GPU kernel asks the board for data itself — it writes the
+// descriptors into the engine's C2H ring, rings the channel's doorbell (TAIL in BAR0, mapped into
+// the GPU), waits for the completion record and hands the landed chunk to a device function —
+// with no CPU in the loop (the seed paper's "GPU masters the transfer", what BaM does for NVMe).
+//
+//   cuda::InitiatedReader<Consumer>   K user-memory DMA buffers registered with CUDA; the C2H
+//       channel lent by the engine (DMAEngine::lend): its ring and BAR0 registered with CUDA.
+//       run(n, bytes) launches one kernel that moves n chunks: chunk c goes into buffer c mod K,
+//       up to `depth` chunks queued at once.
+//
+// BAR0 into the GPU: on a board behind pcidriver.ko, pd_map_bar(0) maps the registers and CUDA
+// registers that mapping as I/O memory (cudaHostRegisterIoMemory): the GPU's store of TAIL is a
+// posted write to the board. On the virtual board and sim:, BAR0 maps as the doorbell page
+// (docs/dma-engine.md, "Doorbells from other bus masters"): process memory in which each
+// channel's TAIL is live; the same kernel runs on all three.
+//
+// Memory ordering. Descriptors before the doorbell: thread 0 writes a chunk's descriptors (words
+// 0-3, the record cleared, the cookie) into the ring with ordinary stores to mapped host memory,
+// then __threadfence_system(), then stores TAIL: the fence orders every store before it ahead of
+// every store after it as any other agent (the engine's descriptor fetch, the virtual board's
+// watching thread) observes them, so the engine never fetches a slot older than its doorbell. The
+// data before the record: the engine writes a chunk's data and then its record (posted writes in
+// order; the virtual board's record is a release store after the data). Thread 0 polls the
+// record past the GPU's caches (__ldcv), then an acquire fence at system scope orders the
+// block's later loads after it; the consumer reads the data with load_landed() (past the caches:
+// a buffer is rewritten for later chunks). A slot is written again only for the chunk `depth`
+// chunks later, after this chunk's record was seen.
+//
+// Consumer: as for cuda::ResidentReceiver (cuda_resident.cuh): a trivially copyable struct with
+//   __device__ void operator()(const ResidentChunk &chunk) const
+// run by every thread of the block. chunk.gpu is nullptr (the data is read in place).
+//
+// This header needs nvcc (it holds a kernel) and libmprace.
+#ifndef BUFMGR_CUDA_INITIATED_CUH
+#define BUFMGR_CUDA_INITIATED_CUH
+
+#include <cuda_runtime.h>
+#include <sys/mman.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bufmgr/cuda_resident.cuh"
+
+namespace bufmgr::cuda {
+
+struct InitiatedOptions {
+	int device = -1;             // GPU; -1: the calling thread's current device
+	unsigned int threads = 256;  // threads of the block (32 .. 1024, a multiple of 32)
+	unsigned int depth = 4;      // chunks queued on the board at once (1 .. buffers)
+	// How long run() waits without a chunk consumed before it stops the kernel (ETIMEDOUT);
+	// 0: the engine's wait timeout.
+	std::chrono::milliseconds patience{0};
+	std::chrono::milliseconds stop_timeout{2000}; // for the kernel to notice a stop
+};
+
+namespace detail {
+
+// Mapped host memory: the host writes `stop`; the kernel the rest.
+struct InitiatedShared {
+	volatile std::uint32_t stop;
+	volatile std::uint32_t error;     // RESULT_STATUS of the failed record, 0 if none
+	volatile std::uint32_t next_desc; // the descriptor number after the last one written
+	volatile std::uint64_t consumed;  // chunks of this run the block has finished
+	volatile std::uint64_t failed_at; // the chunk whose record failed
+};
+
+struct InitiatedDesc {
+	std::uint64_t bus;
+	std::uint32_t len;
+	std::uint32_t pad;
+};
+
+struct InitiatedRun {
+	mp_hw_desc *ring;                  // the C2H ring (GPU address)
+	unsigned int ring_mask;
+	volatile std::uint32_t *doorbell;  // the channel's TAIL (GPU address)
+	const InitiatedDesc *descs;        // per buffer: `per` descriptors, the first ndesc used
+	const std::uint32_t *ndesc;        // per buffer
+	unsigned int per;
+	const std::uintptr_t *buffers;     // GPU addresses of the DMA buffers
+	unsigned int count;                // buffers
+	unsigned int depth;
+	std::uint32_t first_desc;          // the free-running descriptor number the run starts at
+	std::uint64_t first_chunk;         // chunks moved by earlier runs
+	std::uint64_t chunks;
+	std::size_t bytes;
+	std::uint64_t *latency_ns;         // per chunk (GPU address of mapped host memory) or null
+};
+
+__device__ inline std::uint64_t global_ns()
+{
+	std::uint64_t t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+template <class Consumer>
+__global__ void initiated_kernel(InitiatedShared *sh, InitiatedRun r, Consumer consume)
+{
+	constexpr unsigned int kMaxDepth = 64;
+	__shared__ std::uint32_t s_first[kMaxDepth], s_last[kMaxDepth];
+	__shared__ std::uint64_t s_t0[kMaxDepth];
+	__shared__ int s_quit;
+	std::uint64_t posted = 0;
+	std::uint32_t next = r.first_desc;
+	for (std::uint64_t c = 0; c < r.chunks; ++c) {
+		if (threadIdx.x == 0) {
+			int quit = 0;
+			// queue chunks up to `depth` ahead: descriptors first, one doorbell for them all
+			const std::uint64_t before = posted;
+			while (posted < r.chunks && posted < c + r.depth) {
+				const unsigned int b = static_cast<unsigned int>((r.first_chunk + posted) % r.count);
+				const InitiatedDesc *d = r.descs + static_cast<std::size_t>(b) * r.per;
+				s_first[posted % kMaxDepth] = next;
+				s_t0[posted % kMaxDepth] = global_ns();
+				for (std::uint32_t i = 0; i < r.ndesc[b]; ++i, ++next) {
+					volatile mp_hw_desc *slot = r.ring + (next & r.ring_mask);
+					slot->addr_lo = static_cast<std::uint32_t>(d[i].bus);
+					slot->addr_hi = static_cast<std::uint32_t>(d[i].bus >> 32);
+					slot->len = d[i].len;
+					slot->ctrl = 0;
+					slot->result_bytes = 0;
+					slot->result_status = 0;
+					slot->sw_cookie_lo = next;
+					slot->sw_cookie_hi = 0;
+				}
+				s_last[posted % kMaxDepth] = next - 1;
+				++posted;
+			}
+			if (posted != before) {
+				__threadfence_system(); // the descriptors before the doorbell (above)
+				*r.doorbell = next;
+			}
+			// wait for chunk c's records, in order: a failed one ends the run
+			for (std::uint32_t n = s_first[c % kMaxDepth];; ++n) {
+				const volatile mp_hw_desc *slot = r.ring + (n & r.ring_mask);
+				std::uint32_t st;
+				while (!((st = __ldcv(const_cast<const unsigned int *>(&slot->result_status))) &
+					 MP_DESC_RESULT_STATUS_DONE_MASK)) {
+					if (sh->stop) {
+						quit = 1;
+						break;
+					}
+				}
+				if (quit)
+					break;
+				if (st & MP_DESC_RESULT_STATUS_ERROR_MASK) {
+					sh->failed_at = c;
+					sh->error = st;
+					quit = 1;
+					break;
+				}
+				if (n == s_last[c % kMaxDepth])
+					break;
+			}
+			fence_acquire_system(); // the chunk's data after its records
+			s_quit = quit;
+		}
+		__syncthreads();
+		if (s_quit)
+			return;
+		ResidentChunk ch;
+		const unsigned int b = static_cast<unsigned int>((r.first_chunk + c) % r.count);
+		ch.host = reinterpret_cast<const void *>(r.buffers[b]);
+		ch.gpu = nullptr;
+		ch.bytes = r.bytes;
+		ch.sequence = r.first_chunk + c;
+		ch.stream_offset = (r.first_chunk + c) * r.bytes;
+		ch.buffer = b;
+		consume(ch);
+		__syncthreads();
+		if (threadIdx.x == 0) {
+			if (r.latency_ns)
+				r.latency_ns[c] = global_ns() - s_t0[c % kMaxDepth];
+			sh->next_desc = next;
+			store_release_system(&sh->consumed, c + 1);
+		}
+	}
+}
+
+} // namespace detail
+
+// Policies: Consumer (above). Requirements: the engine's C2H channel is free (no transfers
+// outstanding): the reader borrows it for its life (DMAEngine::lend), and the engine's own C2H
+// transfers fail with EBUSY meanwhile; the board is routed to the source it should read; BAR0
+// can be mapped (pd_map_bar) and registered with CUDA. Chunks of a reader form one stream: chunk
+// k holds the source's bytes [k * bytes, (k + 1) * bytes) as long as every run() uses the same
+// `bytes` (ResidentChunk::stream_offset says where a chunk starts).
+// Errors: CudaError for CUDA calls; bufmgr::Error: EINVAL bad arguments, EIO a failed record
+// (with the engine's code; the channel is reset and the reader usable again), ETIMEDOUT no chunk
+// consumed for `patience` (the kernel is stopped, the channel reset); the engine's errors
+// (EBUSY: C2H busy or lent) from the constructor.
+// Thread safety: one thread calls run(); the destructor stops a kernel still running.
+template <class Consumer>
+class InitiatedReader {
+public:
+	InitiatedReader(mprace::Board &board, mprace::DMAEngine &engine, unsigned int count,
+			std::size_t buffer_size, Consumer consume, InitiatedOptions o = InitiatedOptions())
+		: engine_(engine), opt_(o), size_(buffer_size), consume_(consume)
+	{
+		if (count < 1 || count > 64)
+			throw Error(EINVAL, "bufmgr::cuda::InitiatedReader: 1 to 64 buffers");
+		if (buffer_size == 0 || buffer_size % MP_ENGINE_GRANULE)
+			throw Error(EINVAL, "bufmgr::cuda::InitiatedReader: the buffer size must be a non-zero "
+					    "multiple of 4");
+		if (o.threads < 32 || o.threads > 1024 || o.threads % 32)
+			throw Error(EINVAL, "bufmgr::cuda::InitiatedReader: threads must be 32 .. 1024, a "
+					    "multiple of 32");
+		if (o.depth < 1 || o.depth > count)
+			throw Error(EINVAL, "bufmgr::cuda::InitiatedReader: depth must be 1 .. the number of "
+					    "buffers");
+		if (opt_.device < 0)
+			check(cudaGetDevice(&opt_.device), "cudaGetDevice");
+		check(cudaSetDevice(opt_.device), "cudaSetDevice");
+		try {
+			setup(board, count);
+		} catch (...) {
+			release();
+			throw;
+		}
+	}
+	InitiatedReader(const InitiatedReader &) = delete;
+	InitiatedReader &operator=(const InitiatedReader &) = delete;
+	~InitiatedReader()
+	{
+		stop_kernel();
+		release();
+	}
+
+	unsigned int count() const noexcept { return static_cast<unsigned int>(bufs_.size()); }
+	std::size_t buffer_size() const noexcept { return size_; }
+	// Chunks consumed over the reader's life.
+	std::uint64_t chunks() const noexcept { return chunks_; }
+
+	// Moves `n` chunks of `bytes` (4 .. buffer_size(), a multiple of 4) from the board through
+	// one kernel launch; returns when the block has consumed them all. latency_ns, if given,
+	// receives each chunk's time from its first descriptor written to its consumer done, on the
+	// GPU's clock (%globaltimer), n entries.
+	void run(std::uint64_t n, std::size_t bytes, std::vector<std::uint64_t> *latency_ns = nullptr)
+	{
+		if (bytes == 0 || bytes > size_ || bytes % MP_ENGINE_GRANULE)
+			throw Error(EINVAL, "bufmgr::cuda::InitiatedReader::run: " + std::to_string(bytes) +
+						    " bytes: 4 .. buffer_size() in multiples of 4");
+		if (n == 0)
+			return;
+		check(cudaSetDevice(opt_.device), "cudaSetDevice");
+		prepare(bytes);
+		if (latency_ns && latency_ns->size() < n)
+			latency_ns->resize(n);
+		std::uint64_t *lat = nullptr;
+		if (latency_ns) {
+			ensure_latency_room(n);
+			lat = dev_lat_;
+		}
+		sh_->stop = 0;
+		sh_->error = 0;
+		sh_->consumed = 0;
+		detail::InitiatedRun r{};
+		r.ring = dev_ring_;
+		r.ring_mask = ring_mask_;
+		r.doorbell = dev_doorbell_;
+		r.descs = static_cast<const detail::InitiatedDesc *>(dev_descs_);
+		r.ndesc = static_cast<const std::uint32_t *>(dev_ndesc_);
+		r.per = per_;
+		r.buffers = static_cast<const std::uintptr_t *>(dev_table_);
+		r.count = count();
+		r.depth = depth_;
+		r.first_desc = next_desc_;
+		r.first_chunk = chunks_;
+		r.chunks = n;
+		r.bytes = bytes;
+		r.latency_ns = lat;
+		detail::initiated_kernel<Consumer><<<1, opt_.threads, 0, stream_>>>(dev_sh_, r, consume_);
+		check(cudaGetLastError(), "bufmgr::cuda::InitiatedReader: launching the kernel");
+		running_ = true;
+		wait_for(n);
+		next_desc_ = sh_->next_desc;
+		chunks_ += n;
+		if (latency_ns)
+			for (std::uint64_t i = 0; i < n; ++i)
+				(*latency_ns)[i] = lat_host_[i];
+	}
+
+private:
+	static void nap() { std::this_thread::sleep_for(std::chrono::microseconds(100)); }
+
+	// The host sleeps while the kernel works: it only watches for the end, errors and stalls.
+	void wait_for(std::uint64_t n)
+	{
+		std::chrono::milliseconds patience = opt_.patience.count() ? opt_.patience : engine_.waitTimeout();
+		std::uint64_t seen = 0;
+		auto progress = std::chrono::steady_clock::now();
+		for (;;) {
+			const cudaError_t q = cudaStreamQuery(stream_);
+			if (q != cudaErrorNotReady) {
+				running_ = false;
+				check(q, "bufmgr::cuda::InitiatedReader: the kernel");
+				break;
+			}
+			if (sh_->error)
+				continue; // the kernel ends at once
+			if (sh_->consumed != seen) {
+				seen = sh_->consumed;
+				progress = std::chrono::steady_clock::now();
+			} else if (patience.count() && std::chrono::steady_clock::now() - progress > patience) {
+				stop_kernel();
+				recover();
+				throw Error(ETIMEDOUT, "bufmgr::cuda::InitiatedReader: no chunk consumed for " +
+							       std::to_string(patience.count()) + " ms (" +
+							       std::to_string(seen) + " of " + std::to_string(n) + ")");
+			}
+			nap();
+		}
+		if (sh_->error) {
+			const std::uint32_t st = sh_->error;
+			const std::uint64_t at = chunks_ + sh_->failed_at;
+			chunks_ += sh_->consumed;
+			recover();
+			throw Error(EIO, "bufmgr::cuda::InitiatedReader: chunk " + std::to_string(at) +
+						 " failed on the board (engine error " +
+						 mp_engine_error_name((st & MP_DESC_RESULT_STATUS_ERROR_CODE_MASK) >>
+								      MP_DESC_RESULT_STATUS_ERROR_CODE_SHIFT) + ")");
+		}
+	}
+
+	// Sets the kernel's stop flag and waits for it to leave (stop_timeout).
+	void stop_kernel() noexcept
+	{
+		if (!running_ || !sh_)
+			return;
+		sh_->stop = 1;
+		const auto until = std::chrono::steady_clock::now() + opt_.stop_timeout;
+		while (cudaStreamQuery(stream_) == cudaErrorNotReady && std::chrono::steady_clock::now() < until)
+			nap();
+		running_ = cudaStreamQuery(stream_) == cudaErrorNotReady;
+	}
+
+	// After a failed or stopped run: the channel reset (given back and lent again), the
+	// descriptor numbering from 0.
+	void recover()
+	{
+		if (running_)
+			throw Error(ETIMEDOUT, "bufmgr::cuda::InitiatedReader: the kernel did not stop (a "
+					       "consumer that never returns?)");
+		lease_.giveBack();
+		lease_ = engine_.lend(mprace::Channel::C2H);
+		next_desc_ = 0;
+	}
+
+	// The descriptor table for chunks of `bytes` (rebuilt when the size changes).
+	void prepare(std::size_t bytes)
+	{
+		if (bytes == prepared_bytes_)
+			return;
+		std::vector<std::size_t> need(count());
+		std::size_t per = 1;
+		for (unsigned int b = 0; b < count(); ++b) {
+			need[b] = mprace::SGSplitter::count(bufs_[b]->segments(), 0, bytes);
+			per = std::max(per, need[b]);
+		}
+		const std::uint32_t ring = ring_mask_ + 1;
+		depth_ = opt_.depth;
+		while (depth_ > 1 && depth_ * per > ring)
+			--depth_;
+		if (per > ring)
+			throw Error(EINVAL, "bufmgr::cuda::InitiatedReader::run: a chunk of " + std::to_string(bytes) +
+						    " bytes takes " + std::to_string(per) + " descriptors, more than the ring's " +
+						    std::to_string(ring) + " (EngineOptions::ringEntries)");
+		std::vector<detail::InitiatedDesc> table(count() * per);
+		std::vector<std::uint32_t> ndesc(count());
+		for (unsigned int b = 0; b < count(); ++b) {
+			mprace::SGSplitter split(bufs_[b]->segments(), 0, bytes);
+			mprace::DescriptorChunk d;
+			std::uint32_t i = 0;
+			while (split.next(d))
+				table[b * per + i++] = detail::InitiatedDesc{d.busAddress, d.length, 0};
+			ndesc[b] = i;
+		}
+		if (dev_descs_)
+			cudaFree(dev_descs_);
+		dev_descs_ = nullptr;
+		check(cudaMalloc(&dev_descs_, table.size() * sizeof(table[0])), "cudaMalloc");
+		check(cudaMemcpy(dev_descs_, table.data(), table.size() * sizeof(table[0]), cudaMemcpyHostToDevice),
+		      "cudaMemcpy");
+		check(cudaMemcpy(dev_ndesc_, ndesc.data(), count() * sizeof(std::uint32_t), cudaMemcpyHostToDevice),
+		      "cudaMemcpy");
+		per_ = static_cast<unsigned int>(per);
+		prepared_bytes_ = bytes;
+	}
+
+	void ensure_latency_room(std::uint64_t n)
+	{
+		if (n <= lat_room_)
+			return;
+		if (lat_host_)
+			cudaFreeHost(lat_host_);
+		lat_host_ = nullptr;
+		lat_room_ = 0;
+		check(cudaHostAlloc(reinterpret_cast<void **>(&lat_host_), n * sizeof(std::uint64_t), cudaHostAllocMapped),
+		      "cudaHostAlloc");
+		check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&dev_lat_), lat_host_, 0),
+		      "cudaHostGetDevicePointer");
+		lat_room_ = n;
+	}
+
+	void setup(mprace::Board &board, unsigned int count)
+	{
+		check(cudaHostAlloc(reinterpret_cast<void **>(&sh_), sizeof(*sh_), cudaHostAllocMapped),
+		      "bufmgr::cuda::InitiatedReader: cudaHostAlloc");
+		std::memset(static_cast<void *>(sh_), 0, sizeof(*sh_));
+		check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&dev_sh_), sh_, 0), "cudaHostGetDevicePointer");
+		for (unsigned int b = 0; b < count; ++b) {
+			void *p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (p == MAP_FAILED)
+				throw Error(errno, "bufmgr::cuda::InitiatedReader: mmap");
+			host_.push_back(p);
+			bufs_.push_back(std::make_unique<mprace::DMABuffer>(board, p, size_, PD_DMA_FROM_DEVICE));
+			bool io = false;
+			table_.push_back(reinterpret_cast<std::uintptr_t>(
+				detail::register_mapped(p, size_, &io, "bufmgr::cuda::InitiatedReader")));
+			registered_.push_back(p);
+		}
+		check(cudaMalloc(&dev_table_, count * sizeof(std::uintptr_t)), "cudaMalloc");
+		check(cudaMemcpy(dev_table_, table_.data(), count * sizeof(std::uintptr_t), cudaMemcpyHostToDevice),
+		      "cudaMemcpy");
+		check(cudaMalloc(&dev_ndesc_, count * sizeof(std::uint32_t)), "cudaMalloc");
+		lease_ = engine_.lend(mprace::Channel::C2H);
+		mprace::DMADescriptorList &ring = lease_.ring();
+		ring_host_ = ring.memory().data();
+		ring_mask_ = ring.mask();
+		bool io = false;
+		dev_ring_ = static_cast<mp_hw_desc *>(detail::register_mapped(ring_host_, ring.memory().size(), &io,
+									      "bufmgr::cuda::InitiatedReader: the ring"));
+		ring_registered_ = true;
+		bar0_ = lease_.bar0();
+		const unsigned int flags = cudaHostRegisterMapped |
+					   (lease_.bar0IsDeviceMemory() ? cudaHostRegisterIoMemory : 0u);
+		check(cudaHostRegister(bar0_, lease_.bar0Size(), flags),
+		      "bufmgr::cuda::InitiatedReader: registering BAR0 with CUDA");
+		bar0_registered_ = true;
+		void *dev_bar0 = nullptr;
+		check(cudaHostGetDevicePointer(&dev_bar0, bar0_, 0), "cudaHostGetDevicePointer");
+		dev_doorbell_ = reinterpret_cast<volatile std::uint32_t *>(
+			static_cast<unsigned char *>(dev_bar0) +
+			(reinterpret_cast<volatile unsigned char *>(lease_.doorbell()) - static_cast<unsigned char *>(bar0_)));
+		check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+	}
+
+	void release() noexcept
+	{
+		if (stream_)
+			cudaStreamDestroy(stream_);
+		stream_ = nullptr;
+		if (bar0_registered_)
+			cudaHostUnregister(bar0_);
+		bar0_registered_ = false;
+		if (ring_registered_)
+			cudaHostUnregister(ring_host_);
+		ring_registered_ = false;
+		if (!running_)
+			lease_.giveBack(); // else the kernel may still ring: keep the channel lent
+		for (void *p : registered_)
+			cudaHostUnregister(p);
+		registered_.clear();
+		bufs_.clear();
+		for (void *p : host_)
+			munmap(p, size_);
+		host_.clear();
+		for (void *p : {dev_table_, dev_ndesc_, dev_descs_})
+			if (p)
+				cudaFree(p);
+		dev_table_ = dev_ndesc_ = dev_descs_ = nullptr;
+		if (lat_host_)
+			cudaFreeHost(lat_host_);
+		lat_host_ = nullptr;
+		if (sh_)
+			cudaFreeHost(sh_);
+		sh_ = nullptr;
+	}
+
+	mprace::DMAEngine &engine_;
+	InitiatedOptions opt_;
+	std::size_t size_;
+	Consumer consume_;
+	mprace::ChannelLease lease_;
+	detail::InitiatedShared *sh_ = nullptr, *dev_sh_ = nullptr;
+	std::vector<void *> host_, registered_;
+	std::vector<std::unique_ptr<mprace::DMABuffer>> bufs_;
+	std::vector<std::uintptr_t> table_;
+	void *dev_table_ = nullptr, *dev_ndesc_ = nullptr, *dev_descs_ = nullptr;
+	void *ring_host_ = nullptr, *bar0_ = nullptr;
+	bool ring_registered_ = false, bar0_registered_ = false, running_ = false;
+	mp_hw_desc *dev_ring_ = nullptr;
+	volatile std::uint32_t *dev_doorbell_ = nullptr;
+	unsigned int ring_mask_ = 0, per_ = 1, depth_ = 1;
+	std::size_t prepared_bytes_ = 0;
+	std::uint32_t next_desc_ = 0;
+	std::uint64_t chunks_ = 0;
+	std::uint64_t *lat_host_ = nullptr, *dev_lat_ = nullptr;
+	std::uint64_t lat_room_ = 0;
+	cudaStream_t stream_ = nullptr;
+};
+
+} // namespace bufmgr::cuda
+
+#endif

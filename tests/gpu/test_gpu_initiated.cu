@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0
+// GPU-initiated transfers (bufmgr/cuda_initiated.cuh) on a real GPU with the virtual board: a
+// kernel writes the descriptors, rings the doorbell through BAR0 mapped into the GPU (the doorbell
+// page), waits for the records and checks every word; chunks of one and of many descriptors
+// wrapping a small ring, one and four chunks queued; a corrupted stream counted; a board error
+// mid-stream (EIO, then the stream goes on); a stalled board stopped by the host (ETIMEDOUT, no
+// hung GPU, the reader works again); the engine's own C2H refused while lent and back afterwards;
+// bad arguments. Exits 77 without a GPU. Built by nvcc (the reader holds a kernel).
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "bufmgr/cuda.hpp"
+#include "bufmgr/cuda_initiated.cuh"
+#include "board_rig.hpp"
+#include "gpu_test.hpp"
+#include "mprace-spec/pattern.h"
+#include "vboard/vboard.h"
+
+using namespace bufmgr;
+using gputest::report;
+using gputest::thrown;
+
+static constexpr std::size_t KiB = 1024;
+
+// Counts the words of each chunk that differ from the pattern (seed, the chunk's place in the
+// stream) and the chunks seen.
+struct Check {
+	std::uint32_t seed;
+	unsigned long long *bad;
+	unsigned long long *chunks;
+	__device__ void operator()(const cuda::ResidentChunk &c) const
+	{
+		const unsigned int *w = static_cast<const unsigned int *>(c.host);
+		unsigned long long n = 0;
+		for (std::size_t i = threadIdx.x; i < c.bytes / 4; i += blockDim.x)
+			n += cuda::load_landed(w + i) != mp_pattern_word(seed, c.stream_offset / 4 + i);
+		if (n)
+			atomicAdd(bad, n);
+		if (threadIdx.x == 0)
+			atomicAdd(chunks, 1ull);
+	}
+};
+
+struct Counters {
+	unsigned long long *host = nullptr, *dev = nullptr;
+	Counters()
+	{
+		cuda::check(cudaHostAlloc(reinterpret_cast<void **>(&host), 2 * sizeof(*host), cudaHostAllocMapped), "cudaHostAlloc");
+		host[0] = host[1] = 0;
+		cuda::check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&dev), host, 0), "cudaHostGetDevicePointer");
+	}
+	~Counters() { cudaFreeHost(host); }
+	unsigned long long bad() const { return reinterpret_cast<volatile unsigned long long *>(host)[0]; }
+	unsigned long long chunks() const { return reinterpret_cast<volatile unsigned long long *>(host)[1]; }
+	Check check(std::uint32_t seed) const { return Check{seed, dev, dev + 1}; }
+};
+
+int main()
+{
+	if (cuda::device_count() == 0) {
+		std::printf("# no GPU (cudaGetDeviceCount failed or returned 0): skipped\n");
+		return 77;
+	}
+	vboard_register();
+
+	for (unsigned int depth : {1u, 4u}) {
+		const std::string how = "depth " + std::to_string(depth);
+		gputest::run("every word of every chunk, " + how + ", chunks of 4 KiB, 64 KiB and 12 KiB + 4", [&] {
+			Rig r("emu:link=gen3x8", 64);
+			Counters k;
+			r.board.setPatternSeed(0x5500);
+			cuda::InitiatedOptions o;
+			o.depth = depth;
+			cuda::InitiatedReader<Check> rd(r.board, r.engine, 4, 64 * KiB, k.check(0x5500), o);
+			std::vector<std::uint64_t> lat;
+			rd.run(1000, 4 * KiB, &lat); // the 64-entry ring wraps many times
+			std::vector<std::uint64_t> sorted(lat);
+			std::sort(sorted.begin(), sorted.end());
+			std::printf("# %s, 4 KiB: GPU round trip p50 %.2f us, p99 %.2f us\n", how.c_str(),
+				    sorted[sorted.size() / 2] / 1e3, sorted[sorted.size() * 99 / 100] / 1e3);
+			report(lat.size() == 1000 && sorted.front() > 0, how + ": a latency per chunk",
+			       "%zu, smallest %llu ns", lat.size(), static_cast<unsigned long long>(sorted.front()));
+			rd.run(150, 64 * KiB);   // a descriptor per bus segment: many per chunk
+			rd.run(7, 12 * KiB + 4); // not a whole page
+			report(rd.chunks() == 1157 && k.chunks() == 1157, how + ": 1157 chunks consumed",
+			       "reader %llu, seen %llu", static_cast<unsigned long long>(rd.chunks()), k.chunks());
+			report(k.bad() == 0, how + ": every word as the pattern says", "%llu words differ", k.bad());
+		});
+	}
+
+	gputest::run("a corrupted stream is seen: the check can fail", [&] {
+		Rig r("emu:link=gen3x8", 64);
+		Counters k;
+		r.board.setPatternSeed(0x5500);
+		cuda::InitiatedReader<Check> rd(r.board, r.engine, 2, 4 * KiB, k.check(0x9999));
+		rd.run(3, 4 * KiB);
+		report(k.bad() == 3 * 1024, "3 chunks of wrong data: 3072 words counted", "%llu", k.bad());
+	});
+
+	gputest::run("a board error mid-stream: EIO, then the stream goes on", [&] {
+		Rig r("emu:link=gen3x8", 64);
+		Counters k;
+		r.board.setPatternSeed(0x700);
+		cuda::InitiatedReader<Check> rd(r.board, r.engine, 4, 4 * KiB, k.check(0x700));
+		rd.run(20, 4 * KiB);
+		// the user stream delivers nothing: the engine's stall timeout fails the descriptor
+		r.board.setTestRouting(mprace::C2HSource::User, mprace::H2CSink::Checker);
+		r.engine.setStallTimeout(2000);
+		auto e = thrown([&] { rd.run(5, 4 * KiB); });
+		report(e.err == EIO && e.what.find("TIMEOUT") != std::string::npos, "a failed record: EIO naming TIMEOUT",
+		       "errno %d: %s", e.err, e.what.c_str());
+		r.engine.setStallTimeout(0);
+		r.board.setTestRouting(mprace::C2HSource::Pattern, mprace::H2CSink::Checker);
+		// the stream goes on where the reader counts it
+		r.board.setPatternSeed(0x700 + static_cast<std::uint32_t>(rd.chunks() * 1024));
+		rd.run(30, 4 * KiB);
+		report(k.chunks() == 50 && k.bad() == 0, "50 chunks after it, data right", "%llu chunks, %llu bad",
+		       k.chunks(), k.bad());
+	});
+
+	gputest::run("a stalled board stopped by the host: ETIMEDOUT, no hung GPU, the reader works again", [&] {
+		Rig r("emu:link=gen3x8", 64);
+		Counters k;
+		cuda::InitiatedOptions o;
+		o.patience = std::chrono::milliseconds(300);
+		cuda::InitiatedReader<Check> rd(r.board, r.engine, 2, 4 * KiB, k.check(0x800), o);
+		r.board.setTestRouting(mprace::C2HSource::User, mprace::H2CSink::Checker); // no stall timeout
+		const auto t0 = std::chrono::steady_clock::now();
+		auto e = thrown([&] { rd.run(4, 4 * KiB); });
+		const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+		report(e.err == ETIMEDOUT && s < 5, "no chunk for 300 ms: ETIMEDOUT, the kernel stopped",
+		       "errno %d after %.2f s: %s", e.err, s, e.what.c_str());
+		r.board.setTestRouting(mprace::C2HSource::Pattern, mprace::H2CSink::Checker);
+		r.board.setPatternSeed(0x800 + static_cast<std::uint32_t>(rd.chunks() * 1024));
+		rd.run(10, 4 * KiB);
+		report(k.chunks() == 10 && k.bad() == 0, "then 10 chunks, data right", "%llu chunks, %llu bad", k.chunks(),
+		       k.bad());
+	});
+
+	gputest::run("the engine's own C2H: EBUSY while lent, back afterwards", [&] {
+		Rig r("emu:link=gen3x8", 64);
+		Counters k;
+		mprace::DMABuffer buf(r.board, 64 * KiB);
+		{
+			cuda::InitiatedReader<Check> rd(r.board, r.engine, 2, 4 * KiB, k.check(0));
+			report(thrown([&] { r.engine.read(buf, 0, 4096); }).err == EBUSY, "a read while lent: EBUSY");
+			report(thrown([&] { cuda::InitiatedReader<Check> two(r.board, r.engine, 2, 4 * KiB, k.check(0)); }).err ==
+				       EBUSY,
+			       "a second reader: EBUSY");
+		}
+		r.board.setPatternSeed(0x42);
+		report(r.engine.read(buf, 0, 4096) == 4096 && mp_pattern_find_mismatch(buf.data(), 4096, 0, 0x42) < 0,
+		       "after the reader: the engine reads again");
+	});
+
+	gputest::run("bad arguments", [&] {
+		Rig r("emu:link=gen3x8", 64);
+		Counters k;
+		const Check c = k.check(0);
+		report(thrown([&] { cuda::InitiatedReader<Check> rd(r.board, r.engine, 0, 4 * KiB, c); }).err == EINVAL,
+		       "no buffer: EINVAL");
+		report(thrown([&] { cuda::InitiatedReader<Check> rd(r.board, r.engine, 2, 4 * KiB + 2, c); }).err == EINVAL,
+		       "a buffer size not a multiple of 4: EINVAL");
+		cuda::InitiatedOptions o;
+		o.depth = 3;
+		report(thrown([&] { cuda::InitiatedReader<Check> rd(r.board, r.engine, 2, 4 * KiB, c, o); }).err == EINVAL,
+		       "depth 3 with 2 buffers: EINVAL");
+		o = cuda::InitiatedOptions();
+		o.threads = 48;
+		report(thrown([&] { cuda::InitiatedReader<Check> rd(r.board, r.engine, 2, 4 * KiB, c, o); }).err == EINVAL,
+		       "48 threads: EINVAL");
+		cuda::InitiatedReader<Check> rd(r.board, r.engine, 2, 4 * KiB, c);
+		report(thrown([&] { rd.run(1, 8 * KiB); }).err == EINVAL, "a chunk larger than a buffer: EINVAL");
+		report(thrown([&] { rd.run(1, 6); }).err == EINVAL, "a chunk not a multiple of 4: EINVAL");
+	});
+	return gputest::finish();
+}
