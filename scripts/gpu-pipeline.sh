@@ -25,9 +25,11 @@ build() {
 	(cd "$b" && "$top/configure" -q --disable-shared --enable-static --with-cuda \
 		--disable-kernel-module --disable-hdl)
 	make -C "$b" -j"$(nproc)" >/dev/null
-	make -C "$b/tests/gpu" test_gpu_refuse test_gpu_stage test_gpu_dmabuf test_gpu_multi test_gpu_resident >/dev/null
+	make -C "$b/tests/gpu" test_gpu_refuse test_gpu_stage test_gpu_dmabuf test_gpu_multi test_gpu_resident \
+		test_gpu_initiated >/dev/null
 	local bins=("$b/tools/dmabench" "$b/tests/gpu/test_gpu_refuse" "$b/tests/gpu/test_gpu_stage"
-		"$b/tests/gpu/test_gpu_dmabuf" "$b/tests/gpu/test_gpu_multi" "$b/tests/gpu/test_gpu_resident")
+		"$b/tests/gpu/test_gpu_dmabuf" "$b/tests/gpu/test_gpu_multi" "$b/tests/gpu/test_gpu_resident"
+		"$b/tests/gpu/test_gpu_initiated")
 	cp "${bins[@]}" "$bundle/"
 	(cd "$bundle" && strip "${bins[@]##*/}")
 	git -C "$top" describe --always --dirty >"$bundle/REVISION" 2>/dev/null || true
@@ -52,11 +54,13 @@ run() {
 	"$bundle/test_gpu_stage" >"$out/test_gpu_stage.log" 2>&1 || rc=1
 	"$bundle/test_gpu_multi" >"$out/test_gpu_multi.log" 2>&1 || rc=1
 	"$bundle/test_gpu_resident" >"$out/test_gpu_resident.log" 2>&1 || rc=1
+	"$bundle/test_gpu_initiated" >"$out/test_gpu_initiated.log" 2>&1 || rc=1
 	local drc=0
 	"$bundle/test_gpu_dmabuf" >"$out/test_gpu_dmabuf.log" 2>&1 || drc=$?
 	[[ $drc = 0 || $drc = 77 ]] || rc=1
 	grep -E '^(not ok|# )' "$out/test_gpu_refuse.log" "$out/test_gpu_stage.log" \
-		"$out/test_gpu_multi.log" "$out/test_gpu_resident.log" "$out/test_gpu_dmabuf.log" || true
+		"$out/test_gpu_multi.log" "$out/test_gpu_resident.log" "$out/test_gpu_initiated.log" \
+		"$out/test_gpu_dmabuf.log" || true
 
 	local sizes=${SIZES:-4K:1G:2} extra=()
 	[[ ${QUICK:-0} = 1 ]] && { sizes=4K:64M:8; extra=(-r 1 -t 0.02); }

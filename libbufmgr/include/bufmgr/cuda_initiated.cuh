@@ -17,13 +17,13 @@
 // channel's TAIL is live; the same kernel runs on all three.
 //
 // Memory ordering. Descriptors before the doorbell: thread 0 writes a chunk's descriptors (words
-// 0-3, the record cleared, the cookie) into the ring with ordinary stores to mapped host memory,
-// then __threadfence_system(), then stores TAIL: the fence orders every store before it ahead of
+// 0-3, then the record cleared and the cookie) into the ring with system-scope stores to mapped
+// host memory, then __threadfence_system(), then stores TAIL: the fence orders every store before it ahead of
 // every store after it as any other agent (the engine's descriptor fetch, the virtual board's
 // watching thread) observes them, so the engine never fetches a slot older than its doorbell. The
 // data before the record: the engine writes a chunk's data and then its record (posted writes in
 // order; the virtual board's record is a release store after the data). Thread 0 polls the
-// record past the GPU's caches (__ldcv), then an acquire fence at system scope orders the
+// record with system-scope loads (the GPU wrote that line itself: see store_system), then an acquire fence at system scope orders the
 // block's later loads after it; the consumer reads the data with load_landed() (past the caches:
 // a buffer is rewritten for later chunks). A slot is written again only for the chunk `depth`
 // chunks later, after this chunk's record was seen.
@@ -54,7 +54,7 @@ namespace bufmgr::cuda {
 struct InitiatedOptions {
 	int device = -1;             // GPU; -1: the calling thread's current device
 	unsigned int threads = 256;  // threads of the block (32 .. 1024, a multiple of 32)
-	unsigned int depth = 4;      // chunks queued on the board at once (1 .. buffers)
+	unsigned int depth = 0;      // chunks queued on the board at once (1 .. buffers; 0: all)
 	// How long run() waits without a chunk consumed before it stops the kernel (ETIMEDOUT);
 	// 0: the engine's wait timeout.
 	std::chrono::milliseconds patience{0};
@@ -90,6 +90,7 @@ struct InitiatedRun {
 	unsigned int depth;
 	std::uint32_t first_desc;          // the free-running descriptor number the run starts at
 	std::uint64_t first_chunk;         // chunks moved by earlier runs
+	std::uint64_t first_offset;        // bytes moved by earlier runs
 	std::uint64_t chunks;
 	std::size_t bytes;
 	std::uint64_t *latency_ns;         // per chunk (GPU address of mapped host memory) or null
@@ -100,6 +101,23 @@ __device__ inline std::uint64_t global_ns()
 	std::uint64_t t;
 	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
 	return t;
+}
+
+// The ring is written and read by the GPU and by the engine: system-scope accesses, so that a
+// line the GPU wrote (a slot) is not read back from the GPU's own cache once the engine has
+// written the record into it (__ldcv, enough for memory the GPU only reads, returned the GPU's
+// stale copy of a slot it had cleared).
+__device__ inline void store_system(void *p, uint4 v)
+{
+	asm volatile("st.relaxed.sys.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y),
+		     "r"(v.z), "r"(v.w)
+		     : "memory");
+}
+__device__ inline std::uint32_t load_system(const void *p)
+{
+	std::uint32_t v;
+	asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
 }
 
 template <class Consumer>
@@ -122,15 +140,11 @@ __global__ void initiated_kernel(InitiatedShared *sh, InitiatedRun r, Consumer c
 				s_first[posted % kMaxDepth] = next;
 				s_t0[posted % kMaxDepth] = global_ns();
 				for (std::uint32_t i = 0; i < r.ndesc[b]; ++i, ++next) {
-					volatile mp_hw_desc *slot = r.ring + (next & r.ring_mask);
-					slot->addr_lo = static_cast<std::uint32_t>(d[i].bus);
-					slot->addr_hi = static_cast<std::uint32_t>(d[i].bus >> 32);
-					slot->len = d[i].len;
-					slot->ctrl = 0;
-					slot->result_bytes = 0;
-					slot->result_status = 0;
-					slot->sw_cookie_lo = next;
-					slot->sw_cookie_hi = 0;
+					mp_hw_desc *slot = r.ring + (next & r.ring_mask);
+					// words 0-3, then the record cleared and the cookie
+					store_system(slot, make_uint4(static_cast<std::uint32_t>(d[i].bus),
+								      static_cast<std::uint32_t>(d[i].bus >> 32), d[i].len, 0));
+					store_system(&slot->result_bytes, make_uint4(0, 0, next, 0));
 				}
 				s_last[posted % kMaxDepth] = next - 1;
 				++posted;
@@ -141,10 +155,9 @@ __global__ void initiated_kernel(InitiatedShared *sh, InitiatedRun r, Consumer c
 			}
 			// wait for chunk c's records, in order: a failed one ends the run
 			for (std::uint32_t n = s_first[c % kMaxDepth];; ++n) {
-				const volatile mp_hw_desc *slot = r.ring + (n & r.ring_mask);
+				const mp_hw_desc *slot = r.ring + (n & r.ring_mask);
 				std::uint32_t st;
-				while (!((st = __ldcv(const_cast<const unsigned int *>(&slot->result_status))) &
-					 MP_DESC_RESULT_STATUS_DONE_MASK)) {
+				while (!((st = load_system(&slot->result_status)) & MP_DESC_RESULT_STATUS_DONE_MASK)) {
 					if (sh->stop) {
 						quit = 1;
 						break;
@@ -173,7 +186,7 @@ __global__ void initiated_kernel(InitiatedShared *sh, InitiatedRun r, Consumer c
 		ch.gpu = nullptr;
 		ch.bytes = r.bytes;
 		ch.sequence = r.first_chunk + c;
-		ch.stream_offset = (r.first_chunk + c) * r.bytes;
+		ch.stream_offset = r.first_offset + c * r.bytes;
 		ch.buffer = b;
 		consume(ch);
 		__syncthreads();
@@ -214,9 +227,11 @@ public:
 		if (o.threads < 32 || o.threads > 1024 || o.threads % 32)
 			throw Error(EINVAL, "bufmgr::cuda::InitiatedReader: threads must be 32 .. 1024, a "
 					    "multiple of 32");
-		if (o.depth < 1 || o.depth > count)
+		if (o.depth > count)
 			throw Error(EINVAL, "bufmgr::cuda::InitiatedReader: depth must be 1 .. the number of "
-					    "buffers");
+					    "buffers (0: all)");
+		if (opt_.depth == 0)
+			opt_.depth = count;
 		if (opt_.device < 0)
 			check(cudaGetDevice(&opt_.device), "cudaGetDevice");
 		check(cudaSetDevice(opt_.device), "cudaSetDevice");
@@ -275,15 +290,17 @@ public:
 		r.depth = depth_;
 		r.first_desc = next_desc_;
 		r.first_chunk = chunks_;
+		r.first_offset = offset_;
 		r.chunks = n;
 		r.bytes = bytes;
 		r.latency_ns = lat;
 		detail::initiated_kernel<Consumer><<<1, opt_.threads, 0, stream_>>>(dev_sh_, r, consume_);
 		check(cudaGetLastError(), "bufmgr::cuda::InitiatedReader: launching the kernel");
 		running_ = true;
-		wait_for(n);
+		wait_for(n, bytes);
 		next_desc_ = sh_->next_desc;
 		chunks_ += n;
+		offset_ += n * bytes;
 		if (latency_ns)
 			for (std::uint64_t i = 0; i < n; ++i)
 				(*latency_ns)[i] = lat_host_[i];
@@ -293,7 +310,7 @@ private:
 	static void nap() { std::this_thread::sleep_for(std::chrono::microseconds(100)); }
 
 	// The host sleeps while the kernel works: it only watches for the end, errors and stalls.
-	void wait_for(std::uint64_t n)
+	void wait_for(std::uint64_t n, std::size_t bytes)
 	{
 		std::chrono::milliseconds patience = opt_.patience.count() ? opt_.patience : engine_.waitTimeout();
 		std::uint64_t seen = 0;
@@ -312,10 +329,11 @@ private:
 				progress = std::chrono::steady_clock::now();
 			} else if (patience.count() && std::chrono::steady_clock::now() - progress > patience) {
 				stop_kernel();
+				const std::string where = stall_report();
 				recover();
 				throw Error(ETIMEDOUT, "bufmgr::cuda::InitiatedReader: no chunk consumed for " +
 							       std::to_string(patience.count()) + " ms (" +
-							       std::to_string(seen) + " of " + std::to_string(n) + ")");
+							       std::to_string(seen) + " of " + std::to_string(n) + "; " + where + ")");
 			}
 			nap();
 		}
@@ -323,12 +341,35 @@ private:
 			const std::uint32_t st = sh_->error;
 			const std::uint64_t at = chunks_ + sh_->failed_at;
 			chunks_ += sh_->consumed;
+			offset_ += sh_->consumed * bytes;
 			recover();
 			throw Error(EIO, "bufmgr::cuda::InitiatedReader: chunk " + std::to_string(at) +
 						 " failed on the board (engine error " +
 						 mp_engine_error_name((st & MP_DESC_RESULT_STATUS_ERROR_CODE_MASK) >>
 								      MP_DESC_RESULT_STATUS_ERROR_CODE_SHIFT) + ")");
 		}
+	}
+
+	// What the engine and the ring show when the kernel waits in vain: whether the doorbell
+	// arrived (TAIL), what the engine did with it (HEAD, state) and the next record.
+	std::string stall_report() const
+	{
+		const mprace::ChannelStatus st = engine_.status(mprace::Channel::C2H);
+		std::string s = "engine: state " + std::to_string(st.state) + ", error " +
+				mp_engine_error_name(st.errorCode) + ", HEAD " + std::to_string(st.head) +
+				", TAIL " + std::to_string(st.tail);
+		for (std::uint32_t n : {st.head - 1, st.head}) {
+			const mprace::DMADescriptor &d = lease_.ring().at(n);
+			s += "; descriptor " + std::to_string(n) + ": " + std::to_string(d.length()) +
+			     " bytes, cookie " + std::to_string(d.cookie()) + ", status 0x" + hex(d.record().status);
+		}
+		return s;
+	}
+	static std::string hex(std::uint32_t v)
+	{
+		char s[16];
+		std::snprintf(s, sizeof(s), "%x", v);
+		return s;
 	}
 
 	// Sets the kernel's stop flag and waits for it to leave (stop_timeout).
@@ -503,7 +544,7 @@ private:
 	unsigned int ring_mask_ = 0, per_ = 1, depth_ = 1;
 	std::size_t prepared_bytes_ = 0;
 	std::uint32_t next_desc_ = 0;
-	std::uint64_t chunks_ = 0;
+	std::uint64_t chunks_ = 0, offset_ = 0;
 	std::uint64_t *lat_host_ = nullptr, *dev_lat_ = nullptr;
 	std::uint64_t lat_room_ = 0;
 	cudaStream_t stream_ = nullptr;
