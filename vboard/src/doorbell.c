@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "doorbell.h"
 
@@ -14,6 +15,16 @@
 #define DB_NAP_NS 20000l          /* then poll this often ... */
 #define DB_IDLE_NS 20000000ull    /* ... until this much silence, */
 #define DB_DOZE_NS 1000000l       /* then this often */
+#define DB_SMALL_HOST_CPUS 4      /* below this, a spinning thread yields (see emu.h) */
+
+static void relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
 
 static uint64_t now_ns(void)
 {
@@ -35,6 +46,7 @@ void vb_doorbell_init(struct vb_doorbell *db, uint32_t (*read32)(void *, uint64_
 	db->read32 = read32;
 	db->write32 = write32;
 	db->ctx = ctx;
+	db->spin_yields = sysconf(_SC_NPROCESSORS_ONLN) < DB_SMALL_HOST_CPUS;
 	pthread_mutex_init(&db->lock, NULL);
 }
 
@@ -73,7 +85,10 @@ static void *watch(void *arg)
 		}
 		quiet = now_ns() - last;
 		if (quiet < DB_SPIN_NS) {
-			sched_yield();   /* a spinning thread must not hold off the engine's */
+			if (db->spin_yields)
+				sched_yield();   /* on few CPUs, not hold off the engine's threads */
+			else
+				relax();
 			continue;
 		}
 		nap.tv_nsec = quiet < DB_IDLE_NS ? DB_NAP_NS : DB_DOZE_NS;

@@ -18,15 +18,17 @@
 //
 // Memory ordering. Descriptors before the doorbell: thread 0 writes a chunk's descriptors (words
 // 0-3, then the record cleared and the cookie) into the ring with system-scope stores to mapped
-// host memory, then __threadfence_system(), then stores TAIL: the fence orders every store before it ahead of
-// every store after it as any other agent (the engine's descriptor fetch, the virtual board's
-// watching thread) observes them, so the engine never fetches a slot older than its doorbell. The
+// host memory, then stores TAIL with a release store at system scope (st.release.sys): every
+// store of the thread before it is seen by any other agent (the engine's descriptor fetch, the
+// virtual board's watching thread) before TAIL is, so the engine never fetches a slot older than
+// its doorbell (on a board, the GPU's posted writes reach the root complex in that order). The
 // data before the record: the engine writes a chunk's data and then its record (posted writes in
 // order; the virtual board's record is a release store after the data). Thread 0 polls the
-// record with system-scope loads (the GPU wrote that line itself: see store_system), then an acquire fence at system scope orders the
-// block's later loads after it; the consumer reads the data with load_landed() (past the caches:
-// a buffer is rewritten for later chunks). A slot is written again only for the chunk `depth`
-// chunks later, after this chunk's record was seen.
+// records in order with system-scope loads (the GPU wrote those lines itself: see
+// store_system), then an acquire fence at system scope orders the block's later loads after the
+// chunk's last record; the consumer reads the data with load_landed() (past the caches: a buffer
+// is rewritten for later chunks). A slot is written again only after its record was seen, and a
+// buffer only for the chunk `depth` chunks later, after this one was consumed.
 //
 // Consumer: as for cuda::ResidentReceiver (cuda_resident.cuh): a trivially copyable struct with
 //   __device__ void operator()(const ResidentChunk &chunk) const
@@ -53,7 +55,7 @@ namespace bufmgr::cuda {
 
 struct InitiatedOptions {
 	int device = -1;             // GPU; -1: the calling thread's current device
-	unsigned int threads = 256;  // threads of the block (32 .. 1024, a multiple of 32)
+	unsigned int threads = 1024; // threads of the block (32 .. 1024, a multiple of 32)
 	unsigned int depth = 0;      // chunks queued on the board at once (1 .. buffers; 0: all)
 	// How long run() waits without a chunk consumed before it stops the kernel (ETIMEDOUT);
 	// 0: the engine's wait timeout.
@@ -84,7 +86,7 @@ struct InitiatedRun {
 	volatile std::uint32_t *doorbell;  // the channel's TAIL (GPU address)
 	const InitiatedDesc *descs;        // per buffer: `per` descriptors, the first ndesc used
 	const std::uint32_t *ndesc;        // per buffer
-	unsigned int per;
+	unsigned int per;                  // table entries per buffer
 	const std::uintptr_t *buffers;     // GPU addresses of the DMA buffers
 	unsigned int count;                // buffers
 	unsigned int depth;
@@ -120,59 +122,87 @@ __device__ inline std::uint32_t load_system(const void *p)
 	return v;
 }
 
+// The doorbell: a release store at system scope, so that every earlier store of the thread (the
+// descriptors) is seen by any observer (the engine's fetch, the virtual board's watcher) before
+// it. Cheaper than __threadfence_system() and a plain store (a sequentially consistent fence).
+__device__ inline void ring_doorbell(volatile std::uint32_t *tail, std::uint32_t v)
+{
+	asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(tail), "r"(v) : "memory");
+}
+
 template <class Consumer>
 __global__ void initiated_kernel(InitiatedShared *sh, InitiatedRun r, Consumer consume)
 {
 	constexpr unsigned int kMaxDepth = 64;
-	__shared__ std::uint32_t s_first[kMaxDepth], s_last[kMaxDepth];
+	__shared__ std::uint32_t s_last[kMaxDepth];
 	__shared__ std::uint64_t s_t0[kMaxDepth];
 	__shared__ int s_quit;
+	const std::uint32_t ring = r.ring_mask + 1;
+	// thread 0's state: chunks begun (`posted`, of which `part` descriptors of the last are
+	// written), the next descriptor number, the TAIL last written and the first descriptor
+	// whose record has not been seen yet
 	std::uint64_t posted = 0;
-	std::uint32_t next = r.first_desc;
+	std::uint32_t part = 0, next = r.first_desc, rung = r.first_desc, waited = r.first_desc;
 	for (std::uint64_t c = 0; c < r.chunks; ++c) {
 		if (threadIdx.x == 0) {
 			int quit = 0;
-			// queue chunks up to `depth` ahead: descriptors first, one doorbell for them all
-			const std::uint64_t before = posted;
-			while (posted < r.chunks && posted < c + r.depth) {
-				const unsigned int b = static_cast<unsigned int>((r.first_chunk + posted) % r.count);
-				const InitiatedDesc *d = r.descs + static_cast<std::size_t>(b) * r.per;
-				s_first[posted % kMaxDepth] = next;
-				s_t0[posted % kMaxDepth] = global_ns();
-				for (std::uint32_t i = 0; i < r.ndesc[b]; ++i, ++next) {
-					mp_hw_desc *slot = r.ring + (next & r.ring_mask);
-					// words 0-3, then the record cleared and the cookie
-					store_system(slot, make_uint4(static_cast<std::uint32_t>(d[i].bus),
-								      static_cast<std::uint32_t>(d[i].bus >> 32), d[i].len, 0));
-					store_system(&slot->result_bytes, make_uint4(0, 0, next, 0));
+			for (;;) {
+				// queue chunks up to `depth` ahead, as far as the ring has room (a slot is
+				// rewritten only after its record was seen); refill once half of it is free,
+				// so that a chunk of many descriptors costs a doorbell per half ring
+				if (next - waited <= ring / 2) {
+					while (posted < r.chunks && posted < c + r.depth && next - waited < ring) {
+						const unsigned int b = static_cast<unsigned int>((r.first_chunk + posted) % r.count);
+						const InitiatedDesc &d = r.descs[static_cast<std::size_t>(b) * r.per + part];
+						if (part == 0)
+							s_t0[posted % kMaxDepth] = global_ns();
+						mp_hw_desc *slot = r.ring + (next & r.ring_mask);
+						// words 0-3, then the record cleared and the cookie
+						store_system(slot, make_uint4(static_cast<std::uint32_t>(d.bus),
+									      static_cast<std::uint32_t>(d.bus >> 32), d.len, 0));
+						store_system(&slot->result_bytes, make_uint4(0, 0, next, 0));
+						++next;
+						if (++part == r.ndesc[b]) {
+							s_last[posted % kMaxDepth] = next - 1;
+							part = 0;
+							++posted;
+						}
+					}
+					if (next != rung) {
+						ring_doorbell(r.doorbell, next); // after the descriptors above
+						rung = next;
+					}
 				}
-				s_last[posted % kMaxDepth] = next - 1;
-				++posted;
-			}
-			if (posted != before) {
-				__threadfence_system(); // the descriptors before the doorbell (above)
-				*r.doorbell = next;
-			}
-			// wait for chunk c's records, in order: a failed one ends the run
-			for (std::uint32_t n = s_first[c % kMaxDepth];; ++n) {
-				const mp_hw_desc *slot = r.ring + (n & r.ring_mask);
-				std::uint32_t st;
-				while (!((st = load_system(&slot->result_status)) & MP_DESC_RESULT_STATUS_DONE_MASK)) {
-					if (sh->stop) {
+				// chunk c is in when every one of its records has been seen
+				if (c < posted && static_cast<std::int32_t>(waited - s_last[c % kMaxDepth]) > 0)
+					break;
+				// Records come in order and an error stops the channel, so a record that says
+				// done without an error vouches for every descriptor before it: look at the
+				// chunk's last descriptor (at most a quarter ring ahead, so that the ring is
+				// refilled while the engine still has work) and, while that is not done, at the
+				// oldest one, where a failure would show.
+				std::uint32_t target = next - 1;
+				if (target - waited > ring / 4)
+					target = waited + ring / 4;
+				if (c < posted && static_cast<std::int32_t>(s_last[c % kMaxDepth] - target) < 0)
+					target = s_last[c % kMaxDepth];
+				std::uint32_t st = load_system(&r.ring[target & r.ring_mask].result_status);
+				if (!(st & MP_DESC_RESULT_STATUS_DONE_MASK) && target != waited) {
+					st = load_system(&r.ring[waited & r.ring_mask].result_status);
+					target = waited;
+				}
+				if (st & MP_DESC_RESULT_STATUS_DONE_MASK) {
+					if (st & MP_DESC_RESULT_STATUS_ERROR_MASK) {
+						sh->failed_at = c;
+						sh->error = st;
 						quit = 1;
 						break;
 					}
-				}
-				if (quit)
-					break;
-				if (st & MP_DESC_RESULT_STATUS_ERROR_MASK) {
-					sh->failed_at = c;
-					sh->error = st;
+					waited = target + 1;
+				} else if (sh->stop) {
 					quit = 1;
 					break;
 				}
-				if (n == s_last[c % kMaxDepth])
-					break;
 			}
 			fence_acquire_system(); // the chunk's data after its records
 			s_quit = quit;
@@ -287,7 +317,7 @@ public:
 		r.per = per_;
 		r.buffers = static_cast<const std::uintptr_t *>(dev_table_);
 		r.count = count();
-		r.depth = depth_;
+		r.depth = opt_.depth;
 		r.first_desc = next_desc_;
 		r.first_chunk = chunks_;
 		r.first_offset = offset_;
@@ -407,14 +437,6 @@ private:
 			need[b] = mprace::SGSplitter::count(bufs_[b]->segments(), 0, bytes);
 			per = std::max(per, need[b]);
 		}
-		const std::uint32_t ring = ring_mask_ + 1;
-		depth_ = opt_.depth;
-		while (depth_ > 1 && depth_ * per > ring)
-			--depth_;
-		if (per > ring)
-			throw Error(EINVAL, "bufmgr::cuda::InitiatedReader::run: a chunk of " + std::to_string(bytes) +
-						    " bytes takes " + std::to_string(per) + " descriptors, more than the ring's " +
-						    std::to_string(ring) + " (EngineOptions::ringEntries)");
 		std::vector<detail::InitiatedDesc> table(count() * per);
 		std::vector<std::uint32_t> ndesc(count());
 		for (unsigned int b = 0; b < count(); ++b) {
@@ -541,7 +563,7 @@ private:
 	bool ring_registered_ = false, bar0_registered_ = false, running_ = false;
 	mp_hw_desc *dev_ring_ = nullptr;
 	volatile std::uint32_t *dev_doorbell_ = nullptr;
-	unsigned int ring_mask_ = 0, per_ = 1, depth_ = 1;
+	unsigned int ring_mask_ = 0, per_ = 1;
 	std::size_t prepared_bytes_ = 0;
 	std::uint32_t next_desc_ = 0;
 	std::uint64_t chunks_ = 0, offset_ = 0;
