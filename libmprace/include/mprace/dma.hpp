@@ -374,8 +374,8 @@ public:
 	bool bar0IsDeviceMemory() const;
 	// The channel's TAIL inside bar0(): write the count of descriptors queued so far.
 	volatile std::uint32_t *doorbell() const;
-	// For a producer on the CPU: a release fence (the descriptors before the doorbell), then
-	// `count` into doorbell().
+	// For a producer on the CPU: `count` into doorbell() with one release store (the
+	// descriptors written before it are seen first).
 	void ringDoorbell(std::uint32_t count) const;
 
 	// Resets the channel (RESET: HEAD = TAIL = 0, descriptors in flight dropped) and hands it
