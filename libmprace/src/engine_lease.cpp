@@ -85,6 +85,15 @@ const ChannelLease &need(const ChannelLease &l)
 }
 } // namespace
 
+// The lease keeps the board's device (and so BAR0's mapping) open, but a closed engine or
+// board takes no more doorbells: the channel was reset when it closed.
+void ChannelLease::checkOpen() const
+{
+	need(*this);
+	if (e_->closed.load() || e_->board->closed.load())
+		throw Error(ENODEV, "mprace::ChannelLease: the engine or the board is closed");
+}
+
 Channel ChannelLease::channel() const { return need(*this).ch_; }
 DMADescriptorList &ChannelLease::ring() const { return need(*this).e_->chan(ch_).ring; }
 void *ChannelLease::bar0() const { return need(*this).bar0_; }
@@ -93,7 +102,7 @@ bool ChannelLease::bar0IsDeviceMemory() const { return need(*this).device_; }
 
 volatile std::uint32_t *ChannelLease::doorbell() const
 {
-	need(*this);
+	checkOpen();
 	return reinterpret_cast<volatile std::uint32_t *>(
 		static_cast<unsigned char *>(bar0_) + MP_CH_BASE(static_cast<unsigned int>(ch_)) +
 		MP_CHREG_TAIL);

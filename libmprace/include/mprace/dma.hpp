@@ -373,6 +373,7 @@ public:
 	std::size_t bar0Size() const;
 	bool bar0IsDeviceMemory() const;
 	// The channel's TAIL inside bar0(): write the count of descriptors queued so far.
+	// Error(ENODEV) once the engine or the board is closed (as for ringDoorbell).
 	volatile std::uint32_t *doorbell() const;
 	// For a producer on the CPU: `count` into doorbell() with one release store (the
 	// descriptors written before it are seen first).
@@ -385,6 +386,7 @@ public:
 
 private:
 	friend class DMAEngine;
+	void checkOpen() const;
 	ChannelLease(std::shared_ptr<detail::EngineState> e, Channel ch, void *bar0,
 		     std::size_t bar0_size, bool device) noexcept
 		: e_(std::move(e)), ch_(ch), bar0_(bar0), bar0_size_(bar0_size), device_(device) {}
