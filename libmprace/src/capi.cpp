@@ -2,6 +2,7 @@
 // The C API (mprace/mprace.h): thin wrappers over the C++ classes; exceptions become negative
 // errno values at this boundary and never cross it.
 #include <cstdio>
+#include <memory>
 #include <cstring>
 #include <new>
 
@@ -24,6 +25,10 @@ struct mp_buffer {
 struct mp_engine {
 	mp_engine(Board &b, const EngineOptions &o) : eng(b, o) {}
 	DMAEngine eng;
+};
+
+struct mp_lease {
+	ChannelLease lease;
 };
 
 // mp_transfer is detail::TransferState itself: no allocation per transfer.
@@ -416,6 +421,53 @@ int mp_engine_outstanding(mp_engine *eng, unsigned int channel, size_t *count)
 		*count = eng->eng.outstanding(static_cast<Channel>(channel));
 		return 0;
 	});
+}
+
+int mp_engine_lend(mp_engine *eng, unsigned int channel, mp_lease **out)
+{
+	if (out)
+		*out = nullptr;
+	if (!eng || !out || !channelOk(channel))
+		return -EINVAL;
+	return guard([&] {
+		auto l = std::make_unique<mp_lease>();
+		l->lease = eng->eng.lend(static_cast<Channel>(channel));
+		*out = l.release();
+		return 0;
+	});
+}
+
+int mp_lease_info(const mp_lease *lease, struct mp_lease_info *info)
+{
+	if (!lease || !info)
+		return -EINVAL;
+	return guard([&] {
+		const ChannelLease &l = lease->lease;
+		DMADescriptorList &ring = l.ring();
+		info->ring = ring[0].native();
+		info->ring_bus_addr = ring.busAddress();
+		info->ring_entries = ring.size();
+		info->bar0_device_memory = l.bar0IsDeviceMemory();
+		info->bar0 = l.bar0();
+		info->bar0_size = l.bar0Size();
+		info->doorbell = l.doorbell();
+		return 0;
+	});
+}
+
+int mp_lease_ring_doorbell(mp_lease *lease, uint32_t count)
+{
+	if (!lease)
+		return -EINVAL;
+	return guard([&] {
+		lease->lease.ringDoorbell(count);
+		return 0;
+	});
+}
+
+void mp_lease_give_back(mp_lease *lease)
+{
+	std::unique_ptr<mp_lease> own(lease); // ~ChannelLease gives the channel back
 }
 
 int mp_engine_set_stall_timeout(mp_engine *eng, uint32_t us)

@@ -416,6 +416,81 @@ static long long ms_since(const struct timespec *t0)
 /* The board drops off the link: mp_transfer_wait says why in mp_last_error(), and the
  * control calls answer -ENODEV at once; mp_engine_close and mp_board_close do not wait out
  * register polls (4 s each before). */
+/* A lent channel from C: descriptors written by the program, the doorbell through the mapped
+ * BAR0, the engine's own submits refused meanwhile, the channel back afterwards. */
+START_TEST(test_lent_channel)
+{
+	struct rig r;
+	struct mp_lease_info info;
+	struct pd_sg_entry seg;
+	mp_lease *lease = NULL, *again = (mp_lease *)&r;
+	mp_transfer *t = NULL;
+	uint64_t bytes = 0;
+	uint32_t n;
+	int i;
+
+	rig_open(&r, _i);
+	ck_assert_int_eq(mp_engine_lend(NULL, MP_CH_C2H, &lease), -EINVAL);
+	ck_assert_int_eq(mp_engine_lend(r.e, 7, &lease), -EINVAL);
+	ck_assert_int_eq(mp_engine_lend(r.e, MP_CH_C2H, NULL), -EINVAL);
+	ck_assert_int_eq(mp_lease_info(NULL, &info), -EINVAL);
+	ck_assert_int_eq(mp_lease_ring_doorbell(NULL, 1), -EINVAL);
+	mp_lease_give_back(NULL);
+	ck_assert_int_eq(mp_engine_lend(r.e, MP_CH_C2H, &lease), 0);
+	ck_assert_int_eq(mp_engine_lend(r.e, MP_CH_C2H, &again), -EBUSY);
+	ck_assert_ptr_null(again);
+	ck_assert_int_eq(mp_dma_submit(r.e, MP_CH_C2H, r.kbuf, 0, 4096, 0, &t), -EBUSY);
+	ck_assert_int_eq(mp_engine_abort(r.e, MP_CH_C2H), -EBUSY);
+	ck_assert_int_eq(mp_lease_info(lease, &info), 0);
+	ck_assert_uint_eq(info.ring_entries, 8);
+	ck_assert_uint_eq(info.bar0_device_memory, 0);
+	ck_assert_uint_ge(info.bar0_size, MP_ENGINE_BAR0_SIZE);
+	ck_assert(info.doorbell ==
+		  (volatile uint32_t *)((char *)info.bar0 + MP_CH_BASE(MP_CH_C2H) + MP_CHREG_TAIL));
+	ck_assert_int_eq(mp_patgen_seed(r.b, 4321), 0);
+	ck_assert_int_eq(mp_buffer_segments(r.kbuf, &seg, 1), 1);
+	/* 11 descriptors of 1 KiB through the 8-entry ring, in batches of 3 */
+	for (n = 0; n < 11;) {
+		uint32_t k, end = n + 3 < 11 ? n + 3 : 11;
+
+		for (k = n; k < end; k++) {
+			struct mp_hw_desc *d = &info.ring[k % info.ring_entries];
+
+			d->addr_lo = (uint32_t)(seg.bus_addr + k * 1024);
+			d->addr_hi = (uint32_t)((seg.bus_addr + k * 1024) >> 32);
+			d->len = 1024;
+			d->ctrl = 0;
+			d->result_bytes = 0;
+			d->result_status = 0;
+			d->sw_cookie_lo = k;
+			d->sw_cookie_hi = 0;
+		}
+		ck_assert_int_eq(mp_lease_ring_doorbell(lease, end), 0);
+		for (i = 0; i < 100000; i++) {
+			if (__atomic_load_n(&info.ring[(end - 1) % info.ring_entries].result_status,
+					    __ATOMIC_ACQUIRE) & MP_DESC_RESULT_STATUS_DONE_MASK)
+				break;
+			usleep(10);
+		}
+		ck_assert_uint_eq(info.ring[(end - 1) % info.ring_entries].result_status,
+				  MP_DESC_RESULT_STATUS_DONE_MASK);
+		n = end;
+	}
+	ck_assert(matches(mp_buffer_ptr(r.kbuf), 11 * 1024, 4321));
+	mp_lease_give_back(lease);
+	ck_assert_int_eq(mp_patgen_seed(r.b, 55), 0);
+	ck_assert_int_eq(mp_dma_read(r.e, r.kbuf, 0, 4096, &bytes), 0);
+	ck_assert(matches(mp_buffer_ptr(r.kbuf), 4096, 55));
+	/* a lease outlives its engine: doorbells refused, giving it back harmless */
+	ck_assert_int_eq(mp_engine_lend(r.e, MP_CH_H2C, &lease), 0);
+	ck_assert_int_eq(mp_engine_close(r.e), 0);
+	ck_assert_int_eq(mp_lease_ring_doorbell(lease, 1), -ENODEV);
+	mp_lease_give_back(lease);
+	ck_assert_int_eq(mp_engine_open(r.b, NULL, &r.e), 0);
+	rig_close(&r);
+}
+END_TEST
+
 START_TEST(test_link_down)
 {
 	struct mp_engine_options o;
@@ -470,6 +545,7 @@ Suite *test_suite(void)
 	tcase_add_loop_test(tc, test_timeout_and_bus_error, 0, 2);
 	tcase_add_loop_test(tc, test_board_closed_first, 0, 2);
 	tcase_add_loop_test(tc, test_link_down, 0, 2);
+	tcase_add_loop_test(tc, test_lent_channel, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

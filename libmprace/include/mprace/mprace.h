@@ -49,6 +49,7 @@ typedef struct mp_board mp_board;
 typedef struct mp_buffer mp_buffer;
 typedef struct mp_engine mp_engine;
 typedef struct mp_transfer mp_transfer;
+typedef struct mp_lease mp_lease;
 
 /* ---- board ---- */
 
@@ -178,6 +179,31 @@ int mp_engine_poll(mp_engine *eng, unsigned int channel);
 int mp_engine_outstanding(mp_engine *eng, unsigned int channel, size_t *count);
 int mp_engine_set_stall_timeout(mp_engine *eng, uint32_t us);
 int mp_engine_set_wait_timeout(mp_engine *eng, uint32_t ms);
+
+/* ---- a channel lent to a producer outside the library (docs/libmprace.md) ---- */
+
+struct mp_lease_info {
+	struct mp_hw_desc *ring;       /* descriptor n in ring[n % ring_entries] (host memory) */
+	uint64_t ring_bus_addr;        /* RING_BASE */
+	uint32_t ring_entries;
+	uint32_t bar0_device_memory;   /* 1: a board's registers; 0: the doorbell page (emu:, sim:) */
+	void *bar0;                    /* BAR0 as pd_map_bar(0) maps it */
+	size_t bar0_size;
+	volatile uint32_t *doorbell;   /* the channel's TAIL in bar0 */
+};
+
+/* Lends the channel: maps BAR0, resets the channel (HEAD = TAIL = 0), sets RUN. Until
+ * mp_lease_give_back, submits and aborts on the channel fail with -EBUSY.
+ * -EINVAL bad arguments, -EBUSY transfers outstanding or lent already, -ENODEV closed, the errno
+ * of pd_map_bar. Thread-safe. */
+int mp_engine_lend(mp_engine *eng, unsigned int channel, mp_lease **out);
+int mp_lease_info(const mp_lease *lease, struct mp_lease_info *info);
+/* TAIL = count through the mapping, with a release store (the descriptors first).
+ * -ENODEV once the engine or the board is closed. */
+int mp_lease_ring_doorbell(mp_lease *lease, uint32_t count);
+/* Resets the channel and gives it back to the engine (nothing once the engine is closed);
+ * frees the lease. NULL is ignored. \pre the producer has stopped. */
+void mp_lease_give_back(mp_lease *lease);
 
 /* mp_dma_submit flags */
 #define MP_DMA_EOP (1u << 0) /* H2C: tlast at the end of this transfer */
