@@ -15,6 +15,7 @@
 #include "bufmgr/cuda.hpp"
 #include "bufmgr/cuda_initiated.cuh"
 #include "board_rig.hpp"
+#include "chunk_check.cuh"
 #include "gpu_test.hpp"
 #include "mprace-spec/pattern.h"
 #include "vboard/vboard.h"
@@ -24,39 +25,6 @@ using gputest::report;
 using gputest::thrown;
 
 static constexpr std::size_t KiB = 1024;
-
-// Counts the words of each chunk that differ from the pattern (seed, the chunk's place in the
-// stream) and the chunks seen.
-struct Check {
-	std::uint32_t seed;
-	unsigned long long *bad;
-	unsigned long long *chunks;
-	__device__ void operator()(const cuda::ResidentChunk &c) const
-	{
-		const unsigned int *w = static_cast<const unsigned int *>(c.host);
-		unsigned long long n = 0;
-		for (std::size_t i = threadIdx.x; i < c.bytes / 4; i += blockDim.x)
-			n += cuda::load_landed(w + i) != mp_pattern_word(seed, c.stream_offset / 4 + i);
-		if (n)
-			atomicAdd(bad, n);
-		if (threadIdx.x == 0)
-			atomicAdd(chunks, 1ull);
-	}
-};
-
-struct Counters {
-	unsigned long long *host = nullptr, *dev = nullptr;
-	Counters()
-	{
-		cuda::check(cudaHostAlloc(reinterpret_cast<void **>(&host), 2 * sizeof(*host), cudaHostAllocMapped), "cudaHostAlloc");
-		host[0] = host[1] = 0;
-		cuda::check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&dev), host, 0), "cudaHostGetDevicePointer");
-	}
-	~Counters() { cudaFreeHost(host); }
-	unsigned long long bad() const { return reinterpret_cast<volatile unsigned long long *>(host)[0]; }
-	unsigned long long chunks() const { return reinterpret_cast<volatile unsigned long long *>(host)[1]; }
-	Check check(std::uint32_t seed) const { return Check{seed, dev, dev + 1}; }
-};
 
 int main()
 {

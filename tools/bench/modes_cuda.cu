@@ -697,6 +697,40 @@ private:
 
 // ----------------------------------- ri, lat-ri: the resident receive path; lat-fi for reference
 
+// A counter in mapped host memory that a GPU kernel adds to (PatternConsumer's wrong words).
+class MappedCount {
+public:
+	MappedCount()
+	{
+		void *p = nullptr;
+		cuda_check(cudaHostAlloc(&p, sizeof(unsigned long long), cudaHostAllocMapped), "cudaHostAlloc");
+		host_ = static_cast<volatile unsigned long long *>(p);
+		*host_ = 0;
+		cuda_check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&dev_), p, 0), "cudaHostGetDevicePointer");
+	}
+	~MappedCount() { cudaFreeHost(const_cast<unsigned long long *>(host_)); }
+	MappedCount(const MappedCount &) = delete;
+	MappedCount &operator=(const MappedCount &) = delete;
+	unsigned long long value() const { return *host_; }
+	unsigned long long *dev() const { return dev_; }
+	// verify(): one more chunk through `run`, then whether the kernel counted no wrong word
+	template <class Run>
+	bool check_one(Run run, const char *who, std::string *why) const
+	{
+		const unsigned long long before = value();
+		run();
+		if (value() == 0)
+			return true;
+		*why = strprintf("%llu words differ from the pattern (counted by %s; %llu in this chunk)", value(), who,
+				 value() - before);
+		return false;
+	}
+
+private:
+	volatile unsigned long long *host_ = nullptr;
+	unsigned long long *dev_ = nullptr;
+};
+
 // What ri's resident block does with each chunk: every word against the pattern (the board's seed,
 // the chunk's place in the stream), read in place over the bus or from the block's copy in GPU
 // memory; mismatches are counted into host memory.
@@ -764,17 +798,12 @@ public:
 		mprace::DMAEngine &e = env_.engine();
 		seed_ = next_seed();
 		b.setPatternSeed(seed_); // one stream for the mode's life: chunk k holds its next bytes
-		void *p = nullptr;
-		cuda_check(cudaHostAlloc(&p, sizeof(*errors_), cudaHostAllocMapped), "cudaHostAlloc");
-		errors_ = static_cast<volatile unsigned long long *>(p);
-		*errors_ = 0;
-		unsigned long long *dev = nullptr;
-		cuda_check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&dev), const_cast<unsigned long long *>(errors_), 0),
-			   "cudaHostGetDevicePointer");
+		errors_ = std::make_unique<MappedCount>();
 		bufmgr::cuda::ResidentOptions o;
 		o.copy = copy_;
 		rx_ = std::make_unique<bufmgr::cuda::ResidentReceiver<PatternConsumer>>(
-			b, e, s_.latency ? 1 : kBuffers, std::max<std::uint64_t>(max_bytes, 4), PatternConsumer{seed_, dev}, o);
+			b, e, s_.latency ? 1 : kBuffers, std::max<std::uint64_t>(max_bytes, 4), PatternConsumer{seed_, errors_->dev()},
+			o);
 	}
 	void transfer(std::uint64_t bytes) override
 	{
@@ -794,20 +823,12 @@ public:
 	bool verify(std::uint64_t bytes, std::string *why) override
 	{
 		// the block checks every chunk; a verified size is one more chunk with the count read
-		const unsigned long long before = *errors_;
-		transfer(bytes);
-		if (*errors_ == 0)
-			return true;
-		*why = strprintf("%llu words differ from the pattern (counted by the resident block; %llu in this chunk)",
-				 static_cast<unsigned long long>(*errors_), static_cast<unsigned long long>(*errors_ - before));
-		return false;
+		return errors_->check_one([&] { transfer(bytes); }, "the resident block", why);
 	}
 	void teardown() override
 	{
 		rx_.reset(); // stops the block
-		if (errors_)
-			cudaFreeHost(const_cast<unsigned long long *>(errors_));
-		errors_ = nullptr;
+		errors_.reset();
 	}
 
 	static constexpr unsigned kBuffers = 8;
@@ -817,7 +838,7 @@ private:
 	Env &env_;
 	bool copy_;
 	std::uint32_t seed_ = 0;
-	volatile unsigned long long *errors_ = nullptr;
+	std::unique_ptr<MappedCount> errors_;
 	std::unique_ptr<bufmgr::cuda::ResidentReceiver<PatternConsumer>> rx_;
 	std::vector<double> latency_us_;
 };
@@ -850,18 +871,12 @@ public:
 		mprace::DMAEngine &e = env_.engine();
 		seed_ = next_seed();
 		b.setPatternSeed(seed_);
-		void *p = nullptr;
-		cuda_check(cudaHostAlloc(&p, sizeof(*errors_), cudaHostAllocMapped), "cudaHostAlloc");
-		errors_ = static_cast<volatile unsigned long long *>(p);
-		*errors_ = 0;
-		unsigned long long *dev = nullptr;
-		cuda_check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&dev), const_cast<unsigned long long *>(errors_), 0),
-			   "cudaHostGetDevicePointer");
+		errors_ = std::make_unique<MappedCount>();
 		bufmgr::cuda::InitiatedOptions o;
 		o.depth = s_.latency ? 1 : kBuffers;
 		try {
 			rd_ = std::make_unique<bufmgr::cuda::InitiatedReader<PatternConsumer>>(
-				b, e, s_.latency ? 1 : kBuffers, std::max<std::uint64_t>(max_bytes, 4), PatternConsumer{seed_, dev}, o);
+				b, e, s_.latency ? 1 : kBuffers, std::max<std::uint64_t>(max_bytes, 4), PatternConsumer{seed_, errors_->dev()}, o);
 		} catch (const pcidriver::Error &err) {
 			if (err.code().value() == EOPNOTSUPP || err.code().value() == ENODEV)
 				throw Unavailable(std::string("BAR0 cannot be mapped for the GPU: ") + err.what());
@@ -879,20 +894,12 @@ public:
 	std::vector<double> take_latencies() override { return std::exchange(latency_us_, {}); }
 	bool verify(std::uint64_t bytes, std::string *why) override
 	{
-		const unsigned long long before = *errors_;
-		run(bytes, 1);
-		if (*errors_ == 0)
-			return true;
-		*why = strprintf("%llu words differ from the pattern (counted by the kernel; %llu in this chunk)",
-				 static_cast<unsigned long long>(*errors_), static_cast<unsigned long long>(*errors_ - before));
-		return false;
+		return errors_->check_one([&] { run(bytes, 1); }, "the kernel", why);
 	}
 	void teardown() override
 	{
 		rd_.reset(); // gives the C2H channel back to the engine
-		if (errors_)
-			cudaFreeHost(const_cast<unsigned long long *>(errors_));
-		errors_ = nullptr;
+		errors_.reset();
 	}
 
 	static constexpr unsigned kBuffers = 8;
@@ -901,7 +908,7 @@ private:
 	ModeSpec s_;
 	Env &env_;
 	std::uint32_t seed_ = 0;
-	volatile unsigned long long *errors_ = nullptr;
+	std::unique_ptr<MappedCount> errors_;
 	std::unique_ptr<bufmgr::cuda::InitiatedReader<PatternConsumer>> rd_;
 	std::vector<std::uint64_t> lat_ns_;
 	std::vector<double> latency_us_;

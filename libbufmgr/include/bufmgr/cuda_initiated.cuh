@@ -249,14 +249,7 @@ public:
 			std::size_t buffer_size, Consumer consume, InitiatedOptions o = InitiatedOptions())
 		: engine_(engine), opt_(o), size_(buffer_size), consume_(consume)
 	{
-		if (count < 1 || count > 64)
-			throw Error(EINVAL, "bufmgr::cuda::InitiatedReader: 1 to 64 buffers");
-		if (buffer_size == 0 || buffer_size % MP_ENGINE_GRANULE)
-			throw Error(EINVAL, "bufmgr::cuda::InitiatedReader: the buffer size must be a non-zero "
-					    "multiple of 4");
-		if (o.threads < 32 || o.threads > 1024 || o.threads % 32)
-			throw Error(EINVAL, "bufmgr::cuda::InitiatedReader: threads must be 32 .. 1024, a "
-					    "multiple of 32");
+		detail::check_reader_args("bufmgr::cuda::InitiatedReader", count, 64, buffer_size, o.threads);
 		if (o.depth > count)
 			throw Error(EINVAL, "bufmgr::cuda::InitiatedReader: depth must be 1 .. the number of "
 					    "buffers (0: all)");
@@ -280,7 +273,7 @@ public:
 		release();
 	}
 
-	unsigned int count() const noexcept { return static_cast<unsigned int>(bufs_.size()); }
+	unsigned int count() const noexcept { return bufs_.count(); }
 	std::size_t buffer_size() const noexcept { return size_; }
 	// Chunks consumed over the reader's life.
 	std::uint64_t chunks() const noexcept { return chunks_; }
@@ -315,7 +308,7 @@ public:
 		r.descs = static_cast<const detail::InitiatedDesc *>(dev_descs_);
 		r.ndesc = static_cast<const std::uint32_t *>(dev_ndesc_);
 		r.per = per_;
-		r.buffers = static_cast<const std::uintptr_t *>(dev_table_);
+		r.buffers = bufs_.gpu_table();
 		r.count = count();
 		r.depth = opt_.depth;
 		r.first_desc = next_desc_;
@@ -434,13 +427,13 @@ private:
 		std::vector<std::size_t> need(count());
 		std::size_t per = 1;
 		for (unsigned int b = 0; b < count(); ++b) {
-			need[b] = mprace::SGSplitter::count(bufs_[b]->segments(), 0, bytes);
+			need[b] = mprace::SGSplitter::count(bufs_[b].segments(), 0, bytes);
 			per = std::max(per, need[b]);
 		}
 		std::vector<detail::InitiatedDesc> table(count() * per);
 		std::vector<std::uint32_t> ndesc(count());
 		for (unsigned int b = 0; b < count(); ++b) {
-			mprace::SGSplitter split(bufs_[b]->segments(), 0, bytes);
+			mprace::SGSplitter split(bufs_[b].segments(), 0, bytes);
 			mprace::DescriptorChunk d;
 			std::uint32_t i = 0;
 			while (split.next(d))
@@ -480,20 +473,7 @@ private:
 		      "bufmgr::cuda::InitiatedReader: cudaHostAlloc");
 		std::memset(static_cast<void *>(sh_), 0, sizeof(*sh_));
 		check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&dev_sh_), sh_, 0), "cudaHostGetDevicePointer");
-		for (unsigned int b = 0; b < count; ++b) {
-			void *p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-			if (p == MAP_FAILED)
-				throw Error(errno, "bufmgr::cuda::InitiatedReader: mmap");
-			host_.push_back(p);
-			bufs_.push_back(std::make_unique<mprace::DMABuffer>(board, p, size_, PD_DMA_FROM_DEVICE));
-			bool io = false;
-			table_.push_back(reinterpret_cast<std::uintptr_t>(
-				detail::register_mapped(p, size_, &io, "bufmgr::cuda::InitiatedReader")));
-			registered_.push_back(p);
-		}
-		check(cudaMalloc(&dev_table_, count * sizeof(std::uintptr_t)), "cudaMalloc");
-		check(cudaMemcpy(dev_table_, table_.data(), count * sizeof(std::uintptr_t), cudaMemcpyHostToDevice),
-		      "cudaMemcpy");
+		bufs_.create(board, count, size_, "bufmgr::cuda::InitiatedReader");
 		check(cudaMalloc(&dev_ndesc_, count * sizeof(std::uint32_t)), "cudaMalloc");
 		lease_ = engine_.lend(mprace::Channel::C2H);
 		mprace::DMADescriptorList &ring = lease_.ring();
@@ -530,17 +510,11 @@ private:
 		ring_registered_ = false;
 		if (!running_)
 			lease_.giveBack(); // else the kernel may still ring: keep the channel lent
-		for (void *p : registered_)
-			cudaHostUnregister(p);
-		registered_.clear();
-		bufs_.clear();
-		for (void *p : host_)
-			munmap(p, size_);
-		host_.clear();
-		for (void *p : {dev_table_, dev_ndesc_, dev_descs_})
+		bufs_.release();
+		for (void *p : {dev_ndesc_, dev_descs_})
 			if (p)
 				cudaFree(p);
-		dev_table_ = dev_ndesc_ = dev_descs_ = nullptr;
+		dev_ndesc_ = dev_descs_ = nullptr;
 		if (lat_host_)
 			cudaFreeHost(lat_host_);
 		lat_host_ = nullptr;
@@ -555,10 +529,8 @@ private:
 	Consumer consume_;
 	mprace::ChannelLease lease_;
 	detail::InitiatedShared *sh_ = nullptr, *dev_sh_ = nullptr;
-	std::vector<void *> host_, registered_;
-	std::vector<std::unique_ptr<mprace::DMABuffer>> bufs_;
-	std::vector<std::uintptr_t> table_;
-	void *dev_table_ = nullptr, *dev_ndesc_ = nullptr, *dev_descs_ = nullptr;
+	detail::MappedDmaBuffers bufs_;
+	void *dev_ndesc_ = nullptr, *dev_descs_ = nullptr;
 	void *ring_host_ = nullptr, *bar0_ = nullptr;
 	bool ring_registered_ = false, bar0_registered_ = false, running_ = false;
 	mp_hw_desc *dev_ring_ = nullptr;

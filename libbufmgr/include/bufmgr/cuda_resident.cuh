@@ -133,6 +133,73 @@ inline void *register_mapped(void *p, std::size_t n, bool *io, const char *who)
 	return d;
 }
 
+// K user-memory DMA buffers of one size (FROM_DEVICE), each registered with CUDA as mapped
+// memory, and a table of their GPU addresses in device memory: what a block that reads the
+// board's chunks in place needs (the resident receiver, the GPU-initiated reader).
+class MappedDmaBuffers {
+public:
+	MappedDmaBuffers() = default;
+	MappedDmaBuffers(const MappedDmaBuffers &) = delete;
+	MappedDmaBuffers &operator=(const MappedDmaBuffers &) = delete;
+	~MappedDmaBuffers() { release(); }
+
+	// \pre empty. Throws (and keeps what it made, for release()) on failure.
+	void create(mprace::Board &board, unsigned int count, std::size_t size, const char *who)
+	{
+		size_ = size;
+		std::vector<std::uintptr_t> table(count);
+		for (unsigned int b = 0; b < count; ++b) {
+			void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (p == MAP_FAILED)
+				throw Error(errno, std::string(who) + ": mmap");
+			host_.push_back(p);
+			bufs_.push_back(std::make_unique<mprace::DMABuffer>(board, p, size, PD_DMA_FROM_DEVICE));
+			bool io = false;
+			table[b] = reinterpret_cast<std::uintptr_t>(register_mapped(p, size, &io, who));
+			registered_.push_back(p);
+		}
+		check(cudaMalloc(&table_, count * sizeof(std::uintptr_t)), "cudaMalloc");
+		check(cudaMemcpy(table_, table.data(), count * sizeof(std::uintptr_t), cudaMemcpyHostToDevice),
+		      "cudaMemcpy");
+	}
+	void release() noexcept
+	{
+		if (table_)
+			cudaFree(table_);
+		table_ = nullptr;
+		for (void *p : registered_)
+			cudaHostUnregister(p);
+		registered_.clear();
+		bufs_.clear();
+		for (void *p : host_)
+			munmap(p, size_);
+		host_.clear();
+	}
+
+	unsigned int count() const noexcept { return static_cast<unsigned int>(bufs_.size()); }
+	mprace::DMABuffer &operator[](unsigned int b) const noexcept { return *bufs_[b]; }
+	// GPU addresses of the buffers, in device memory
+	const std::uintptr_t *gpu_table() const noexcept { return static_cast<const std::uintptr_t *>(table_); }
+
+private:
+	std::size_t size_ = 0;
+	std::vector<void *> host_, registered_;
+	std::vector<std::unique_ptr<mprace::DMABuffer>> bufs_;
+	void *table_ = nullptr;
+};
+
+// The arguments every reader of this kind checks alike.
+inline void check_reader_args(const char *who, unsigned int count, unsigned int max_count,
+			      std::size_t buffer_size, unsigned int threads)
+{
+	if (count < 1 || count > max_count)
+		throw Error(EINVAL, std::string(who) + ": 1 to " + std::to_string(max_count) + " buffers");
+	if (buffer_size == 0 || buffer_size % MP_ENGINE_GRANULE)
+		throw Error(EINVAL, std::string(who) + ": the buffer size must be a non-zero multiple of 4");
+	if (threads < 32 || threads > 1024 || threads % 32)
+		throw Error(EINVAL, std::string(who) + ": threads must be 32 .. 1024, a multiple of 32");
+}
+
 // One look at ring slot (n mod size) for descriptor number n. The host writes a slot in the
 // order: record cleared, address and length, cookie (libmprace, DMADescriptor::set); the engine
 // writes the record last of all. So the cookie is read first, and only after an acquire fence
@@ -304,14 +371,8 @@ public:
 			 std::size_t buffer_size, Consumer consume, ResidentOptions o = ResidentOptions())
 		: engine_(engine), opt_(o), size_(buffer_size)
 	{
-		if (count < 1 || count > detail::ResidentShared::kJobs)
-			throw Error(EINVAL, "bufmgr::cuda::ResidentReceiver: 1 to " +
-						    std::to_string(detail::ResidentShared::kJobs) + " buffers");
-		if (buffer_size == 0 || buffer_size % MP_ENGINE_GRANULE)
-			throw Error(EINVAL, "bufmgr::cuda::ResidentReceiver: the buffer size must be a non-zero "
-					    "multiple of 4");
-		if (o.threads < 32 || o.threads > 1024 || o.threads % 32)
-			throw Error(EINVAL, "bufmgr::cuda::ResidentReceiver: threads must be 32 .. 1024, a multiple of 32");
+		detail::check_reader_args("bufmgr::cuda::ResidentReceiver", count, detail::ResidentShared::kJobs,
+					  buffer_size, o.threads);
 		if (opt_.device < 0)
 			check(cudaGetDevice(&opt_.device), "cudaGetDevice");
 		check(cudaSetDevice(opt_.device), "cudaSetDevice");
@@ -333,7 +394,7 @@ public:
 		release();
 	}
 
-	unsigned int count() const noexcept { return static_cast<unsigned int>(bufs_.size()); }
+	unsigned int count() const noexcept { return bufs_.count(); }
 	std::size_t buffer_size() const noexcept { return size_; }
 	// Chunks the block has consumed so far.
 	std::uint64_t consumed() const noexcept { return sh_->consumed; }
@@ -425,7 +486,7 @@ private:
 	std::uint64_t descriptors_for(std::size_t bytes) const
 	{
 		std::uint64_t n = 0;
-		for (const mprace::Segment &g : bufs_[0]->segments()) {
+		for (const mprace::Segment &g : bufs_[0].segments()) {
 			if (g.offset >= bytes)
 				break;
 			const std::uint64_t len = std::min<std::uint64_t>(g.length, bytes - g.offset);
@@ -440,13 +501,13 @@ private:
 		if (pending_[b].valid())
 			pending_[b].get(); // the previous chunk of this buffer: finished, its slot reaped
 		detail::ResidentShared::Job &j = sh_->jobs[posted_ % detail::ResidentShared::kJobs];
-		j.end_bus = bufs_[b]->busAddress(bytes - 1) + 1;
+		j.end_bus = bufs_[b].busAddress(bytes - 1) + 1;
 		j.bytes = bytes;
 		j.stream_offset = offset_;
 		j.buffer = b;
 		std::atomic_thread_fence(std::memory_order_release);
 		sh_->posted = posted_ + 1;
-		pending_[b] = engine_.readAsync(*bufs_[b], 0, bytes);
+		pending_[b] = engine_.readAsync(bufs_[b], 0, bytes);
 		++posted_;
 		offset_ += bytes;
 	}
@@ -483,20 +544,8 @@ private:
 		}
 		const void *dev_ring = detail::register_mapped(ring_host_, ring_bytes_, &io, "bufmgr::cuda::ResidentReceiver");
 		ring_registered_ = true;
-		std::vector<std::uintptr_t> dev_bufs(count);
-		for (unsigned int b = 0; b < count; ++b) {
-			void *p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-			if (p == MAP_FAILED)
-				throw Error(errno, "bufmgr::cuda::ResidentReceiver: mmap");
-			host_.push_back(p);
-			bufs_.push_back(std::make_unique<mprace::DMABuffer>(board, p, size_, PD_DMA_FROM_DEVICE));
-			dev_bufs[b] = reinterpret_cast<std::uintptr_t>(detail::register_mapped(p, size_, &io, "bufmgr::cuda::ResidentReceiver"));
-			registered_.push_back(p);
-		}
+		bufs_.create(board, count, size_, "bufmgr::cuda::ResidentReceiver");
 		pending_.resize(count);
-		check(cudaMalloc(&dev_table_, count * sizeof(std::uintptr_t)), "cudaMalloc");
-		check(cudaMemcpy(dev_table_, dev_bufs.data(), count * sizeof(std::uintptr_t), cudaMemcpyHostToDevice),
-		      "cudaMemcpy");
 		if (opt_.copy) {
 			std::vector<void *> copies(count);
 			for (auto &c : copies) {
@@ -510,7 +559,7 @@ private:
 		check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
 		detail::resident_kernel<Consumer><<<1, opt_.threads, 0, stream_>>>(
 			dev_sh_, static_cast<const mp_hw_desc *>(dev_ring), ring.mask(), min_cookie_,
-			static_cast<const std::uintptr_t *>(dev_table_), static_cast<void *const *>(dev_copies_), consume);
+			bufs_.gpu_table(), static_cast<void *const *>(dev_copies_), consume);
 		check(cudaGetLastError(), "bufmgr::cuda::ResidentReceiver: launching the resident block");
 	}
 	void release() noexcept
@@ -529,16 +578,7 @@ private:
 		if (dev_copies_)
 			cudaFree(dev_copies_);
 		dev_copies_ = nullptr;
-		if (dev_table_)
-			cudaFree(dev_table_);
-		dev_table_ = nullptr;
-		for (void *p : registered_)
-			cudaHostUnregister(p);
-		registered_.clear();
-		bufs_.clear();
-		for (void *p : host_)
-			munmap(p, size_);
-		host_.clear();
+		bufs_.release();
 		if (ring_registered_)
 			cudaHostUnregister(ring_host_);
 		ring_registered_ = false;
@@ -554,10 +594,10 @@ private:
 	void *ring_host_ = nullptr;
 	std::size_t ring_bytes_ = 0;
 	bool ring_registered_ = false;
-	std::vector<void *> host_, registered_, gpu_copies_;
-	std::vector<std::unique_ptr<mprace::DMABuffer>> bufs_;
+	std::vector<void *> gpu_copies_;
+	detail::MappedDmaBuffers bufs_;
 	std::vector<mprace::Transfer> pending_;
-	void *dev_table_ = nullptr, *dev_copies_ = nullptr;
+	void *dev_copies_ = nullptr;
 	cudaStream_t stream_ = nullptr;
 	std::uint64_t posted_ = 0, min_cookie_ = 0, offset_ = 0;
 	bool stopped_ = false;
