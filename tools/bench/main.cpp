@@ -547,6 +547,7 @@ int measure(const Config &cfg, Env &env, Run &run, std::vector<std::string> &fai
 			auto mode = make_mode(name, env);
 			mode->setup(so.sizes.back());
 			mr.direction = mode->direction();
+			mr.latency_clock = mode->latency_clock();
 			mr.description = mode->description();
 			if (cfg.ref == "auto")
 				mr.reference = mode->auto_reference();

@@ -80,6 +80,9 @@ public:
 	// Latency modes: the round trip of every transfer since the last call, in microseconds
 	// (others: none). The sweep takes them before and after the timed blocks of a size.
 	virtual std::vector<double> take_latencies() { return {}; }
+	// What times those samples when it is not the run's clock (--clock): "gpu" for a mode
+	// timed on the GPU's own clock; "" for the run's.
+	virtual std::string latency_clock() const { return std::string(); }
 	// Modes that time only part of what run() does (the CPU cost modes: the calling thread's
 	// CPU time in the library's calls): its seconds in the last run(), which the sweep reports
 	// instead of its clock's; NaN for the others.

@@ -892,6 +892,7 @@ public:
 				latency_us_.push_back(lat_ns_[i] / 1e3);
 	}
 	std::vector<double> take_latencies() override { return std::exchange(latency_us_, {}); }
+	std::string latency_clock() const override { return "gpu"; } // %globaltimer
 	bool verify(std::uint64_t bytes, std::string *why) override
 	{
 		return errors_->check_one([&] { run(bytes, 1); }, "the kernel", why);

@@ -267,7 +267,7 @@ void write_latency_csv(std::ostream &os, const Run &run)
 				continue;
 			const LatencySummary l = summarize_latency(p.latency_us);
 			os << csv(m.name) << ',' << m.direction << ',' << p.bytes << ',' << l.samples << ','
-			   << csv(run.info.clock) << ',' << num(l.min, "%.3f") << ',' << num(l.p50, "%.3f") << ','
+			   << csv(m.latency_clock.empty() ? run.info.clock : m.latency_clock) << ',' << num(l.min, "%.3f") << ',' << num(l.p50, "%.3f") << ','
 			   << num(l.p99, "%.3f") << ',' << num(l.p999, "%.3f") << ',' << num(l.max, "%.3f") << ','
 			   << num(p.cpu_pct, "%.1f") << "\n";
 		}

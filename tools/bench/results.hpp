@@ -38,6 +38,7 @@ struct ModeResult {
 	std::string direction;   // c2h, h2c, h2g, g2h, c2g, g2c, host
 	std::string description; // one line for people
 	std::string reference;   // the mode (or "min(a,b)") efficiencies are relative to; "" none
+	std::string latency_clock; // what timed its latency samples when not the run's clock ("gpu")
 	std::vector<Point> points;
 	Fit fit;
 	double fit_efficiency = std::nan(""); // fit bandwidth / reference fit bandwidth
