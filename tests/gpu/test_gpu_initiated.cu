@@ -5,11 +5,14 @@
 // wrapping a small ring, one and four chunks queued; a corrupted stream counted; a board error
 // mid-stream (EIO, then the stream goes on); a stalled board stopped by the host (ETIMEDOUT, no
 // hung GPU, the reader works again); the engine's own C2H refused while lent and back afterwards;
-// bad arguments. Exits 77 without a GPU. Built by nvcc (the reader holds a kernel).
+// a board per GPU, all read at once; bad arguments. Exits 77 without a GPU. Built by nvcc (the
+// reader holds a kernel).
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bufmgr/cuda.hpp"
@@ -122,6 +125,42 @@ int main()
 		r.board.setPatternSeed(0x42);
 		report(r.engine.read(buf, 0, 4096) == 4096 && mp_pattern_find_mismatch(buf.data(), 4096, 0, 0x42) < 0,
 		       "after the reader: the engine reads again");
+	});
+
+	// Several GPUs: a board per GPU, each read by a kernel on its own GPU at the same time, every
+	// word checked there (two readers on one GPU where there is only one).
+	gputest::run("a board per GPU, all at once", [&] {
+		const int ngpu = cuda::device_count();
+		const int lanes = std::max(ngpu, 2);
+		std::vector<std::unique_ptr<Rig>> rigs;
+		std::vector<std::unique_ptr<Counters>> counts;
+		std::vector<std::unique_ptr<cuda::InitiatedReader<Check>>> readers;
+		for (int i = 0; i < lanes; ++i) {
+			cuda::check(cudaSetDevice(i % ngpu), "cudaSetDevice");
+			rigs.push_back(std::make_unique<Rig>("emu:link=gen3x8", 64));
+			counts.push_back(std::make_unique<Counters>());
+			rigs.back()->board.setPatternSeed(0x9000 + i);
+			cuda::InitiatedOptions o;
+			o.device = i % ngpu;
+			readers.push_back(std::make_unique<cuda::InitiatedReader<Check>>(
+				rigs.back()->board, rigs.back()->engine, 4, 64 * KiB, counts.back()->check(0x9000 + i), o));
+		}
+		std::vector<std::thread> threads;
+		std::vector<std::string> errors(lanes);
+		for (int i = 0; i < lanes; ++i)
+			threads.emplace_back([&, i] {
+				try {
+					readers[i]->run(400, 16 * KiB);
+				} catch (const std::exception &e) {
+					errors[i] = e.what();
+				}
+			});
+		for (auto &t : threads)
+			t.join();
+		for (int i = 0; i < lanes; ++i)
+			report(errors[i].empty() && counts[i]->chunks() == 400 && counts[i]->bad() == 0,
+			       "GPU " + std::to_string(i % ngpu) + ", board " + std::to_string(i) + ": 400 chunks, every word right",
+			       "%s; %llu chunks, %llu bad", errors[i].c_str(), counts[i]->chunks(), counts[i]->bad());
 	});
 
 	gputest::run("bad arguments", [&] {
