@@ -472,7 +472,8 @@ START_TEST(test_lent_channel)
 				break;
 			usleep(10);
 		}
-		ck_assert_uint_eq(info.ring[(end - 1) % info.ring_entries].result_status,
+		ck_assert_uint_eq(__atomic_load_n(&info.ring[(end - 1) % info.ring_entries].result_status,
+						  __ATOMIC_ACQUIRE),
 				  MP_DESC_RESULT_STATUS_DONE_MASK);
 		n = end;
 	}
