@@ -72,18 +72,29 @@ void EngineState::recover(ChannelState &c)
 		st = c.rd(MP_CHREG_STATUS);
 	}
 	std::uint32_t h = c.head.load(std::memory_order_relaxed);
+	std::uint32_t resume = 0; // bytes the descriptor at HEAD already moved
 	if (h != c.tail) {
 		DMADescriptor &d = c.ring.at(h);
 		TransferState *t = ownerOf(d);
 		DMADescriptor::Record r = d.record();
 		if (r.done() && r.failed()) {
 			unsigned int code = r.errorCode();
-			// A descriptor that was in flight when *another* transfer was aborted is simply
-			// done again.
 			if (!(code == MP_ERR_ABORTED && !t->abort_req)) {
 				t->bytes += r.bytes;
 				fail(c, t, code);
 				++h;
+			} else if (r.bytes >= d.length()) {
+				// In flight when *another* transfer was aborted, and all moved: completed.
+				t->bytes += r.bytes;
+				++h;
+				if (--t->in_ring == 0 && !t->queued)
+					finish(c, t, 0, MP_ERR_NONE);
+			} else if (r.bytes % 4 == 0) {
+				// In flight when another transfer was aborted: it continues where it
+				// stopped, so no byte is moved twice (a sink would see it again, and the
+				// stream source has already given it).
+				t->bytes += r.bytes;
+				resume = r.bytes;
 			}
 		} else if (stateOf(st) == MP_STATE_ERROR && codeOf(st) != MP_ERR_NONE &&
 			   codeOf(st) != MP_ERR_ABORTED) {
@@ -106,6 +117,14 @@ void EngineState::recover(ChannelState &c)
 			continue;
 		}
 		c.scratch[k] = *d.native();
+		if (resume) {
+			std::uint64_t a = (static_cast<std::uint64_t>(c.scratch[k].addr_hi) << 32 |
+					   c.scratch[k].addr_lo) + resume;
+			c.scratch[k].addr_lo = static_cast<std::uint32_t>(a);
+			c.scratch[k].addr_hi = static_cast<std::uint32_t>(a >> 32);
+			c.scratch[k].len -= resume;
+			resume = 0;
+		}
 		c.scratch_owner[k++] = t;
 	}
 	dropFromQueue(c);
