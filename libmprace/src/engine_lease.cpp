@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
 // A channel lent to a producer outside the library (ChannelLease in dma.hpp): the ring and the
-// doorbell are the producer's until it is given back, which resets the channel so that the
-// library's own numbering starts again from slot 0, as after recovery.
+// doorbell are the producer's until it is given back, which resets the channel and clears the
+// ring so that the library's own numbering starts again from slot 0, as after recovery.
+#include <cstring>
+
 #include "internal.hpp"
 
 namespace mprace {
@@ -125,6 +127,9 @@ void ChannelLease::giveBack() noexcept
 		std::lock_guard<detail::OwnedMutex> lk(c.mu);
 		if (!e.closed.load() && !e.board->closed.load() && !e.board->lost.load()) {
 			e.resetChannel(c);
+			// the borrower's slots mean nothing to the engine's users: a stale record or
+			// cookie would pass for one of theirs (the ring is idle after the RESET)
+			std::memset(c.ring.memory().data(), 0, c.ring.memory().size());
 			c.wr(MP_CHREG_CONTROL, MP_CHREG_CONTROL_RUN_MASK);
 		}
 		c.lent = false;

@@ -2,10 +2,10 @@
 // GPU-initiated transfers (bufmgr/cuda_initiated.cuh) on a real GPU with the virtual board: a
 // kernel writes the descriptors, rings the doorbell through BAR0 mapped into the GPU (the doorbell
 // page), waits for the records and checks every word; chunks of one and of many descriptors
-// wrapping a small ring, one and four chunks queued; a corrupted stream counted; a board error
-// mid-stream (EIO, then the stream goes on); a stalled board stopped by the host (ETIMEDOUT, no
-// hung GPU, the reader works again); the engine's own C2H refused while lent and back afterwards;
-// a board per GPU, all read at once; bad arguments. Exits 77 without a GPU. Built by nvcc (the
+// wrapping a small ring, one and four chunks queued, one block and three consuming at once; a
+// corrupted stream counted; a board error mid-stream (EIO, then the stream goes on); a stalled
+// board stopped by the host (ETIMEDOUT, no hung GPU, the reader works again); the engine's own C2H
+// refused while lent and back afterwards; a board per GPU, all read at once; bad arguments. Exits 77 without a GPU. Built by nvcc (the
 // reader holds a kernel).
 #include <algorithm>
 #include <cerrno>
@@ -37,14 +37,18 @@ int main()
 	}
 	vboard_register();
 
-	for (unsigned int depth : {1u, 4u}) {
-		const std::string how = "depth " + std::to_string(depth);
+	struct Setting {
+		unsigned int depth, blocks;
+	};
+	for (Setting set : {Setting{1, 1}, Setting{4, 1}, Setting{4, 3}}) {
+		const std::string how = "depth " + std::to_string(set.depth) + ", " + std::to_string(set.blocks) + " block(s)";
 		gputest::run("every word of every chunk, " + how + ", chunks of 4 KiB, 64 KiB and 12 KiB + 4", [&] {
 			Rig r("emu:link=gen3x8", 64);
 			Counters k;
 			r.board.setPatternSeed(0x5500);
 			cuda::InitiatedOptions o;
-			o.depth = depth;
+			o.depth = set.depth;
+			o.blocks = set.blocks;
 			cuda::InitiatedReader<Check> rd(r.board, r.engine, 4, 64 * KiB, k.check(0x5500), o);
 			std::vector<std::uint64_t> lat;
 			rd.run(1000, 4 * KiB, &lat); // the 64-entry ring wraps many times
@@ -71,11 +75,13 @@ int main()
 		report(k.bad() == 3 * 1024, "3 chunks of wrong data: 3072 words counted", "%llu", k.bad());
 	});
 
-	gputest::run("a board error mid-stream: EIO, then the stream goes on", [&] {
+	gputest::run("a board error mid-stream, 2 blocks: EIO, then the stream goes on", [&] {
 		Rig r("emu:link=gen3x8", 64);
 		Counters k;
 		r.board.setPatternSeed(0x700);
-		cuda::InitiatedReader<Check> rd(r.board, r.engine, 4, 4 * KiB, k.check(0x700));
+		cuda::InitiatedOptions o;
+		o.blocks = 2;
+		cuda::InitiatedReader<Check> rd(r.board, r.engine, 4, 4 * KiB, k.check(0x700), o);
 		rd.run(20, 4 * KiB);
 		// the user stream delivers nothing: the engine's stall timeout fails the descriptor
 		r.board.setTestRouting(mprace::C2HSource::User, mprace::H2CSink::Checker);
@@ -97,6 +103,7 @@ int main()
 		Counters k;
 		cuda::InitiatedOptions o;
 		o.patience = std::chrono::milliseconds(300);
+		o.blocks = 2;
 		cuda::InitiatedReader<Check> rd(r.board, r.engine, 2, 4 * KiB, k.check(0x800), o);
 		r.board.setTestRouting(mprace::C2HSource::User, mprace::H2CSink::Checker); // no stall timeout
 		const auto t0 = std::chrono::steady_clock::now();
@@ -175,6 +182,13 @@ int main()
 		o.depth = 3;
 		report(thrown([&] { cuda::InitiatedReader<Check> rd(r.board, r.engine, 2, 4 * KiB, c, o); }).err == EINVAL,
 		       "depth 3 with 2 buffers: EINVAL");
+		o = cuda::InitiatedOptions();
+		o.blocks = 0;
+		report(thrown([&] { cuda::InitiatedReader<Check> rd(r.board, r.engine, 2, 4 * KiB, c, o); }).err == EINVAL,
+		       "no block: EINVAL");
+		o.blocks = 65;
+		report(thrown([&] { cuda::InitiatedReader<Check> rd(r.board, r.engine, 2, 4 * KiB, c, o); }).err == EINVAL,
+		       "65 blocks: EINVAL");
 		o = cuda::InitiatedOptions();
 		o.threads = 48;
 		report(thrown([&] { cuda::InitiatedReader<Check> rd(r.board, r.engine, 2, 4 * KiB, c, o); }).err == EINVAL,

@@ -595,6 +595,13 @@ START_TEST(test_channel_lease)
 		l.giveBack();
 		l.giveBack(); // idempotent
 		ck_assert(!l.valid());
+		// the borrower's slots are cleared: no stale record or cookie for the engine's users
+		// (a ResidentReceiver after an InitiatedReader waited for cookies that never came)
+		const DMADescriptorList &ring = e.ring(Channel::C2H);
+		for (std::uint32_t i = 0; i < ring.size(); ++i)
+			ck_assert_msg(ring[i].cookie() == 0 && ring[i].length() == 0 && ring[i].address() == 0 &&
+					      !ring[i].record().done(),
+				      "slot %u of the given-back ring is not clear", i);
 		b.setPatternSeed(7);
 		ck_assert_uint_eq(e.read(kbuf, 0, 4096), 4096);
 		kbuf.syncForCpu();

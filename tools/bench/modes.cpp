@@ -50,6 +50,7 @@ const std::vector<ModeInfo> &mode_table()
 		{"lat-ri lat-ri-copy", "", "the same one chunk at a time, each chunk's round trip (submit -> the block's done seen by the host): p50/p99/p99.9/max", true},
 		{"lat-fi", "", "fi one chunk at a time (the copy engine), each chunk's round trip: the reference for lat-ri", true},
 		{"ig", "", "GPU-initiated: a GPU kernel writes the descriptors, rings the doorbell through BAR0 mapped into the GPU and checks each chunk in place; 8 chunks queued; no CPU in the loop", true},
+		{"ig-b<N>", "", "the same with N blocks (1 to 8) checking chunks at once while block 0's first thread keeps the ring", true},
 		{"lat-ig", "", "the same one chunk at a time, each chunk's round trip on the GPU's clock (descriptor written -> chunk checked): p50/p99/p99.9/max", true},
 		{"net", "", "board -> host -> network to the receivers of --net-to (mprace-recv), through bufmgr's network stage (UCX), 4 user-memory DMA buffers of 1 MiB", false},
 		{"net-db<S> net-pb<S>x<N>", "", "the same with two / N DMA buffers of S bytes", false},
@@ -196,6 +197,17 @@ ModeSpec parse_mode(const std::string &name)
 		s.family = Family::Gpu;
 		s.gpu = n;
 		s.latency = n.compare(0, 4, "lat-") == 0;
+	} else if (n.compare(0, 4, "ig-b") == 0) {
+		std::uint64_t b = 0;
+		try {
+			b = tools::parse_u64(n.substr(4), "block count");
+		} catch (const std::invalid_argument &) {
+		}
+		if (b < 1 || b > 8)
+			throw BadMode("mode '" + name + "': ig takes 1 to 8 consuming blocks as -bN, e.g. ig-b4");
+		s.family = Family::Gpu;
+		s.gpu = "ig";
+		s.blocks = static_cast<unsigned>(b);
 	} else if ((n.compare(0, 3, "fi-") == 0 || n.compare(0, 3, "gi-") == 0 || n.compare(0, 3, "fi:") == 0 ||
 		    n.compare(0, 3, "gi:") == 0) && n.find("-serial") == std::string::npos) {
 		s.family = Family::Gpu;
@@ -255,6 +267,8 @@ ModeSpec parse_mode(const std::string &name)
 			s.canonical += relay_buffers_name(s);
 		if (s.samples)
 			s.canonical += ":i16f";
+		if (s.blocks > 1)
+			s.canonical += "-b" + std::to_string(s.blocks);
 		break;
 	case Family::Net:
 		s.canonical = n == "net" ? n : "net" + relay_buffers_name(s);

@@ -858,8 +858,8 @@ public:
 		return s_.latency ? "GPU-initiated: a kernel writes the descriptor, rings the doorbell, waits for the record "
 				    "and checks the chunk, one at a time; round trip on the GPU's clock"
 				  : strprintf("GPU-initiated: a kernel queues %u chunks at a time on the board itself and checks "
-					      "each in place over the bus; the host only launches it",
-					      kBuffers);
+					      "each in place over the bus (%u block%s); the host only launches it",
+					      kBuffers, s_.blocks, s_.blocks > 1 ? "s at once" : "");
 	}
 	std::string auto_reference() const override { return s_.latency ? "lat-fi" : "c2h-umem"; }
 	std::uint64_t granule() const override { return MP_ENGINE_GRANULE; }
@@ -874,6 +874,7 @@ public:
 		errors_ = std::make_unique<MappedCount>();
 		bufmgr::cuda::InitiatedOptions o;
 		o.depth = s_.latency ? 1 : kBuffers;
+		o.blocks = s_.blocks;
 		try {
 			rd_ = std::make_unique<bufmgr::cuda::InitiatedReader<PatternConsumer>>(
 				b, e, s_.latency ? 1 : kBuffers, std::max<std::uint64_t>(max_bytes, 4), PatternConsumer{seed_, errors_->dev()}, o);

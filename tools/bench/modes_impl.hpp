@@ -37,6 +37,7 @@ struct ModeSpec {
 	unsigned threads = 0;     // Memcpy: 0 plain memcpy; memcpy-mt: N, or kThreadsFromOption
 	bool samples = false;     // BufMgr ":i16f": int16 on the board, float in the user's buffer
 	unsigned batch = 1;       // Ops: operations per submit call
+	unsigned blocks = 1;      // ig-b<N>: GPU blocks consuming chunks
 };
 
 // memcpy-mt without a count: as many threads as --copy-threads gives the buffer managers.

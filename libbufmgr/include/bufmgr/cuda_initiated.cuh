@@ -8,7 +8,9 @@
 //   cuda::InitiatedReader<Consumer>   K user-memory DMA buffers registered with CUDA; the C2H
 //       channel lent by the engine (DMAEngine::lend): its ring and BAR0 registered with CUDA.
 //       run(n, bytes) launches one kernel that moves n chunks: chunk c goes into buffer c mod K,
-//       up to `depth` chunks queued at once.
+//       up to `depth` chunks queued at once. Thread 0 of block 0 keeps the ring; with `blocks`
+//       > 1 the other blocks consume chunks at the same time (block k: chunks k, k + blocks, ...),
+//       so the ring's upkeep and one block's reading rate stop bounding the throughput.
 //
 // BAR0 into the GPU: on a board behind pcidriver.ko, pd_map_bar(0) maps the registers and CUDA
 // registers that mapping as I/O memory (cudaHostRegisterIoMemory): the GPU's store of TAIL is a
@@ -25,14 +27,19 @@
 // data before the record: the engine writes a chunk's data and then its record (posted writes in
 // order; the virtual board's record is a release store after the data). Thread 0 polls the
 // records in order with system-scope loads (the GPU wrote those lines itself: see
-// store_system), then an acquire fence at system scope orders the block's later loads after the
-// chunk's last record; the consumer reads the data with load_landed() (past the caches: a buffer
-// is rewritten for later chunks). A slot is written again only after its record was seen, and a
-// buffer only for the chunk `depth` chunks later, after this one was consumed.
+// store_system), then an acquire fence at system scope orders later loads after the chunk's
+// last record: its own block's (through __syncthreads) and, through its release store of the
+// count of landed chunks that the other blocks load with acquire, theirs; the consumer reads the
+// data with load_landed() (past the caches: a buffer is rewritten for later chunks). A slot is
+// written again only after its record was seen, and a buffer only for the chunk `depth` chunks
+// later, after this one and every one before it were consumed (each block's release store of
+// its chunk's done flag after its __syncthreads, loaded with acquire).
 //
 // Consumer: as for cuda::ResidentReceiver (cuda_resident.cuh): a trivially copyable struct with
 //   __device__ void operator()(const ResidentChunk &chunk) const
-// run by every thread of the block. chunk.gpu is nullptr (the data is read in place).
+// run by every thread of the block. chunk.gpu is nullptr (the data is read in place). With one
+// block, chunks are consumed in order; with more, several at once in any order (each chunk once,
+// chunk.sequence and chunk.stream_offset say which).
 //
 // This header needs nvcc (it holds a kernel) and libmprace.
 #ifndef BUFMGR_CUDA_INITIATED_CUH
@@ -57,6 +64,10 @@ struct InitiatedOptions {
 	int device = -1;             // GPU; -1: the calling thread's current device
 	unsigned int threads = 1024; // threads of the block (32 .. 1024, a multiple of 32)
 	unsigned int depth = 0;      // chunks queued on the board at once (1 .. buffers; 0: all)
+	// Blocks consuming chunks (1 .. 64): block k takes chunks k, k + blocks, ... With more than
+	// one, chunks are consumed concurrently, in any order, while the ring is kept going; all
+	// blocks must fit on the GPU at once (a cooperative launch).
+	unsigned int blocks = 1;
 	// How long run() waits without a chunk consumed before it stops the kernel (ETIMEDOUT);
 	// 0: the engine's wait timeout.
 	std::chrono::milliseconds patience{0};
@@ -130,82 +141,154 @@ __device__ inline void ring_doorbell(volatile std::uint32_t *tail, std::uint32_t
 	asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(tail), "r"(v) : "memory");
 }
 
-template <class Consumer>
-__global__ void initiated_kernel(InitiatedShared *sh, InitiatedRun r, Consumer consume)
+constexpr unsigned int kMaxInFlight = 64; // chunks queued or being consumed (depth <= buffers <= 64)
+
+// Device memory the blocks of one run share (cleared before each launch).
+struct InitiatedSync {
+	std::uint64_t landed;                 // chunks whose records have all been seen (the manager)
+	std::uint32_t quit;                   // the manager ended the run (a failed record, a stop)
+	std::uint32_t pad;
+	std::uint64_t done[kMaxInFlight];     // chunk c consumed: done[c % kMaxInFlight] == c + 1
+	std::uint64_t t0[kMaxInFlight];       // chunk c's first descriptor written (GPU clock)
+};
+
+__device__ inline void store_release_gpu(std::uint64_t *p, std::uint64_t v)
 {
-	constexpr unsigned int kMaxDepth = 64;
-	__shared__ std::uint32_t s_last[kMaxDepth];
-	__shared__ std::uint64_t s_t0[kMaxDepth];
-	__shared__ int s_quit;
+	asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ inline std::uint64_t load_acquire_gpu(const std::uint64_t *p)
+{
+	std::uint64_t v;
+	asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
+
+// The manager: thread 0 of block 0 keeps the ring. Its state lives in registers across the calls
+// of manage(): chunks begun (`posted`, of which `part` descriptors of the last are written), landed
+// (every record seen) and consumed (in order: every chunk before it done), the next descriptor
+// number, the TAIL last written and the first descriptor whose record has not been seen yet.
+struct Manager {
+	std::uint64_t posted, landed, consumed;
+	std::uint32_t part, next, rung, waited;
+};
+
+constexpr std::uint64_t kUntilAllConsumed = ~0ull;
+
+// Runs the ring until chunk `until` has landed (or, with kUntilAllConsumed, until every chunk is
+// consumed). Returns false when the run must end (a failed record, the host's stop): every block
+// then sees sync->quit.
+__device__ inline bool manage(InitiatedShared *sh, const InitiatedRun &r, InitiatedSync *sync, Manager &m,
+			      std::uint32_t *last, std::uint64_t until)
+{
 	const std::uint32_t ring = r.ring_mask + 1;
-	// thread 0's state: chunks begun (`posted`, of which `part` descriptors of the last are
-	// written), the next descriptor number, the TAIL last written and the first descriptor
-	// whose record has not been seen yet
-	std::uint64_t posted = 0;
-	std::uint32_t part = 0, next = r.first_desc, rung = r.first_desc, waited = r.first_desc;
-	for (std::uint64_t c = 0; c < r.chunks; ++c) {
-		if (threadIdx.x == 0) {
-			int quit = 0;
-			for (;;) {
-				// queue chunks up to `depth` ahead, as far as the ring has room (a slot is
-				// rewritten only after its record was seen); refill once half of it is free,
-				// so that a chunk of many descriptors costs a doorbell per half ring
-				if (next - waited <= ring / 2) {
-					while (posted < r.chunks && posted < c + r.depth && next - waited < ring) {
-						const unsigned int b = static_cast<unsigned int>((r.first_chunk + posted) % r.count);
-						const InitiatedDesc &d = r.descs[static_cast<std::size_t>(b) * r.per + part];
-						if (part == 0)
-							s_t0[posted % kMaxDepth] = global_ns();
-						mp_hw_desc *slot = r.ring + (next & r.ring_mask);
-						// words 0-3, then the record cleared and the cookie
-						store_system(slot, make_uint4(static_cast<std::uint32_t>(d.bus),
-									      static_cast<std::uint32_t>(d.bus >> 32), d.len, 0));
-						store_system(&slot->result_bytes, make_uint4(0, 0, next, 0));
-						++next;
-						if (++part == r.ndesc[b]) {
-							s_last[posted % kMaxDepth] = next - 1;
-							part = 0;
-							++posted;
-						}
-					}
-					if (next != rung) {
-						ring_doorbell(r.doorbell, next); // after the descriptors above
-						rung = next;
-					}
-				}
-				// chunk c is in when every one of its records has been seen
-				if (c < posted && static_cast<std::int32_t>(waited - s_last[c % kMaxDepth]) > 0)
-					break;
-				// Records come in order and an error stops the channel, so a record that says
-				// done without an error vouches for every descriptor before it: look at the
-				// chunk's last descriptor (at most a quarter ring ahead, so that the ring is
-				// refilled while the engine still has work) and, while that is not done, at the
-				// oldest one, where a failure would show.
-				std::uint32_t target = next - 1;
-				if (target - waited > ring / 4)
-					target = waited + ring / 4;
-				if (c < posted && static_cast<std::int32_t>(s_last[c % kMaxDepth] - target) < 0)
-					target = s_last[c % kMaxDepth];
-				std::uint32_t st = load_system(&r.ring[target & r.ring_mask].result_status);
-				if (!(st & MP_DESC_RESULT_STATUS_DONE_MASK) && target != waited) {
-					st = load_system(&r.ring[waited & r.ring_mask].result_status);
-					target = waited;
-				}
-				if (st & MP_DESC_RESULT_STATUS_DONE_MASK) {
-					if (st & MP_DESC_RESULT_STATUS_ERROR_MASK) {
-						sh->failed_at = c;
-						sh->error = st;
-						quit = 1;
-						break;
-					}
-					waited = target + 1;
-				} else if (sh->stop) {
-					quit = 1;
-					break;
+	for (;;) {
+		// chunks the consumers finished, in order: their buffers may be filled again
+		const std::uint64_t was = m.consumed;
+		while (m.consumed < m.landed && load_acquire_gpu(&sync->done[m.consumed % kMaxInFlight]) == m.consumed + 1)
+			++m.consumed;
+		if (m.consumed != was) {
+			sh->next_desc = m.next;
+			store_release_system(&sh->consumed, m.consumed);
+		}
+		if (until == kUntilAllConsumed ? m.consumed == r.chunks : m.landed > until)
+			return true;
+		// queue chunks up to `depth` ahead of the consumed ones, as far as the ring has room (a
+		// slot is rewritten only after its record was seen); refill once half of it is free, so
+		// that a chunk of many descriptors costs a doorbell per half ring
+		if (m.next - m.waited <= ring / 2) {
+			while (m.posted < r.chunks && m.posted < m.consumed + r.depth && m.next - m.waited < ring) {
+				const unsigned int b = static_cast<unsigned int>((r.first_chunk + m.posted) % r.count);
+				const InitiatedDesc &d = r.descs[static_cast<std::size_t>(b) * r.per + m.part];
+				if (m.part == 0)
+					sync->t0[m.posted % kMaxInFlight] = global_ns();
+				mp_hw_desc *slot = r.ring + (m.next & r.ring_mask);
+				// words 0-3, then the record cleared and the cookie
+				store_system(slot, make_uint4(static_cast<std::uint32_t>(d.bus),
+							      static_cast<std::uint32_t>(d.bus >> 32), d.len, 0));
+				store_system(&slot->result_bytes, make_uint4(0, 0, m.next, 0));
+				++m.next;
+				if (++m.part == r.ndesc[b]) {
+					last[m.posted % kMaxInFlight] = m.next - 1;
+					m.part = 0;
+					++m.posted;
 				}
 			}
-			fence_acquire_system(); // the chunk's data after its records
-			s_quit = quit;
+			if (m.next != m.rung) {
+				ring_doorbell(r.doorbell, m.next); // after the descriptors above
+				m.rung = m.next;
+			}
+		}
+		bool quit = false;
+		if (m.next != m.waited) {
+			// Records come in order and an error stops the channel, so a record that says done
+			// without an error vouches for every descriptor before it: look at the last
+			// descriptor of the oldest chunk not landed (at most a quarter ring ahead, so that
+			// the ring is refilled while the engine still has work) and, while that is not
+			// done, at the oldest one, where a failure would show.
+			std::uint32_t target = m.next - 1;
+			if (target - m.waited > ring / 4)
+				target = m.waited + ring / 4;
+			if (m.landed < m.posted && static_cast<std::int32_t>(last[m.landed % kMaxInFlight] - target) < 0)
+				target = last[m.landed % kMaxInFlight];
+			std::uint32_t st = load_system(&r.ring[target & r.ring_mask].result_status);
+			if (!(st & MP_DESC_RESULT_STATUS_DONE_MASK) && target != m.waited) {
+				st = load_system(&r.ring[m.waited & r.ring_mask].result_status);
+				target = m.waited;
+			}
+			if (st & MP_DESC_RESULT_STATUS_DONE_MASK) {
+				if (st & MP_DESC_RESULT_STATUS_ERROR_MASK) {
+					sh->failed_at = m.landed;
+					sh->error = st;
+					quit = true;
+				} else {
+					m.waited = target + 1;
+					const std::uint64_t before = m.landed;
+					while (m.landed < m.posted &&
+					       static_cast<std::int32_t>(m.waited - last[m.landed % kMaxInFlight]) > 0)
+						++m.landed;
+					if (m.landed != before) {
+						fence_acquire_system(); // the chunks' data after their records
+						store_release_gpu(&sync->landed, m.landed);
+					}
+					continue;
+				}
+			}
+		}
+		if (quit || sh->stop) {
+			atomicExch(&sync->quit, 1u);
+			return false;
+		}
+	}
+}
+
+// One kernel per run: block k consumes chunks k, k + gridDim.x, ...; thread 0 of block 0 is also
+// the manager, which runs the ring while its own block waits for a chunk (and, after its last one,
+// until every chunk is consumed). With one block this is a single loop: find, consume, queue.
+// Data visibility for the other blocks: the manager's system-scope acquire fence after the records
+// and its release store of `landed` (cumulative), their acquire load of it, then loads past the
+// caches (load_landed). A buffer is refilled only after its chunk's done flag (a release store
+// after the block's __syncthreads) was seen, in order.
+template <class Consumer>
+__global__ void initiated_kernel(InitiatedShared *sh, InitiatedRun r, Consumer consume, InitiatedSync *sync)
+{
+	__shared__ std::uint32_t s_last[kMaxInFlight];
+	__shared__ int s_quit;
+	Manager m{0, 0, 0, 0, r.first_desc, r.first_desc, r.first_desc};
+	const bool manager = blockIdx.x == 0 && threadIdx.x == 0;
+	for (std::uint64_t c = blockIdx.x; c < r.chunks; c += gridDim.x) {
+		if (threadIdx.x == 0) {
+			bool go;
+			if (manager) {
+				go = manage(sh, r, sync, m, s_last, c);
+			} else {
+				go = true;
+				while (load_acquire_gpu(&sync->landed) <= c)
+					if (*static_cast<volatile std::uint32_t *>(&sync->quit)) {
+						go = false;
+						break;
+					}
+			}
+			s_quit = !go;
 		}
 		__syncthreads();
 		if (s_quit)
@@ -222,11 +305,12 @@ __global__ void initiated_kernel(InitiatedShared *sh, InitiatedRun r, Consumer c
 		__syncthreads();
 		if (threadIdx.x == 0) {
 			if (r.latency_ns)
-				r.latency_ns[c] = global_ns() - s_t0[c % kMaxDepth];
-			sh->next_desc = next;
-			store_release_system(&sh->consumed, c + 1);
+				r.latency_ns[c] = global_ns() - sync->t0[c % kMaxInFlight];
+			store_release_gpu(&sync->done[c % kMaxInFlight], c + 1);
 		}
 	}
+	if (manager)
+		manage(sh, r, sync, m, s_last, kUntilAllConsumed);
 }
 
 } // namespace detail
@@ -255,9 +339,12 @@ public:
 					    "buffers (0: all)");
 		if (opt_.depth == 0)
 			opt_.depth = count;
+		if (o.blocks == 0 || o.blocks > detail::kMaxInFlight)
+			throw Error(EINVAL, "bufmgr::cuda::InitiatedReader: blocks must be 1 .. 64");
 		if (opt_.device < 0)
 			check(cudaGetDevice(&opt_.device), "cudaGetDevice");
 		check(cudaSetDevice(opt_.device), "cudaSetDevice");
+		check_blocks_fit();
 		try {
 			setup(board, count);
 		} catch (...) {
@@ -301,6 +388,7 @@ public:
 		sh_->stop = 0;
 		sh_->error = 0;
 		sh_->consumed = 0;
+		check(cudaMemsetAsync(dev_sync_, 0, sizeof(detail::InitiatedSync), stream_), "cudaMemsetAsync");
 		detail::InitiatedRun r{};
 		r.ring = dev_ring_;
 		r.ring_mask = ring_mask_;
@@ -317,8 +405,15 @@ public:
 		r.chunks = n;
 		r.bytes = bytes;
 		r.latency_ns = lat;
-		detail::initiated_kernel<Consumer><<<1, opt_.threads, 0, stream_>>>(dev_sh_, r, consume_);
-		check(cudaGetLastError(), "bufmgr::cuda::InitiatedReader: launching the kernel");
+		if (opt_.blocks == 1) {
+			detail::initiated_kernel<Consumer><<<1, opt_.threads, 0, stream_>>>(dev_sh_, r, consume_, dev_sync_);
+			check(cudaGetLastError(), "bufmgr::cuda::InitiatedReader: launching the kernel");
+		} else { // the blocks wait for each other: all must be resident at once
+			void *args[] = {&dev_sh_, &r, &consume_, &dev_sync_};
+			check(cudaLaunchCooperativeKernel(reinterpret_cast<const void *>(&detail::initiated_kernel<Consumer>),
+							  dim3(opt_.blocks), dim3(opt_.threads), args, 0, stream_),
+			      "bufmgr::cuda::InitiatedReader: launching the kernel");
+		}
 		running_ = true;
 		wait_for(n, bytes);
 		next_desc_ = sh_->next_desc;
@@ -419,6 +514,27 @@ private:
 		next_desc_ = 0;
 	}
 
+	// More than one block: the GPU must take them all at once (their blocks wait on each other).
+	void check_blocks_fit() const
+	{
+		if (opt_.blocks == 1)
+			return;
+		int coop = 0, sms = 0, per_sm = 0;
+		check(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, opt_.device), "cudaDeviceGetAttribute");
+		check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, opt_.device), "cudaDeviceGetAttribute");
+		check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+			      &per_sm, reinterpret_cast<const void *>(&detail::initiated_kernel<Consumer>),
+			      static_cast<int>(opt_.threads), 0),
+		      "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+		if (!coop)
+			throw Error(EINVAL, "bufmgr::cuda::InitiatedReader: this GPU has no cooperative launch: blocks "
+					    "must be 1");
+		if (static_cast<long>(opt_.blocks) > static_cast<long>(sms) * per_sm)
+			throw Error(EINVAL, "bufmgr::cuda::InitiatedReader: " + std::to_string(opt_.blocks) +
+						    " blocks of " + std::to_string(opt_.threads) + " threads do not fit on the GPU at once (at most " +
+						    std::to_string(sms * per_sm) + ")");
+	}
+
 	// The descriptor table for chunks of `bytes` (rebuilt when the size changes).
 	void prepare(std::size_t bytes)
 	{
@@ -475,6 +591,7 @@ private:
 		check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&dev_sh_), sh_, 0), "cudaHostGetDevicePointer");
 		bufs_.create(board, count, size_, "bufmgr::cuda::InitiatedReader");
 		check(cudaMalloc(&dev_ndesc_, count * sizeof(std::uint32_t)), "cudaMalloc");
+		check(cudaMalloc(reinterpret_cast<void **>(&dev_sync_), sizeof(detail::InitiatedSync)), "cudaMalloc");
 		lease_ = engine_.lend(mprace::Channel::C2H);
 		mprace::DMADescriptorList &ring = lease_.ring();
 		ring_host_ = ring.memory().data();
@@ -511,10 +628,11 @@ private:
 		if (!running_)
 			lease_.giveBack(); // else the kernel may still ring: keep the channel lent
 		bufs_.release();
-		for (void *p : {dev_ndesc_, dev_descs_})
+		for (void *p : {dev_ndesc_, dev_descs_, static_cast<void *>(dev_sync_)})
 			if (p)
 				cudaFree(p);
 		dev_ndesc_ = dev_descs_ = nullptr;
+		dev_sync_ = nullptr;
 		if (lat_host_)
 			cudaFreeHost(lat_host_);
 		lat_host_ = nullptr;
@@ -529,6 +647,7 @@ private:
 	Consumer consume_;
 	mprace::ChannelLease lease_;
 	detail::InitiatedShared *sh_ = nullptr, *dev_sh_ = nullptr;
+	detail::InitiatedSync *dev_sync_ = nullptr;
 	detail::MappedDmaBuffers bufs_;
 	void *dev_ndesc_ = nullptr, *dev_descs_ = nullptr;
 	void *ring_host_ = nullptr, *bar0_ = nullptr;
