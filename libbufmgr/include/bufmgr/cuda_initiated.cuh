@@ -248,7 +248,8 @@ __device__ inline bool manage(InitiatedShared *sh, const InitiatedRun &r, Initia
 						++m.landed;
 					if (m.landed != before) {
 						fence_acquire_system(); // the chunks' data after their records
-						store_release_gpu(&sync->landed, m.landed);
+						if (gridDim.x > 1) // (its own block learns it through __syncthreads)
+							store_release_gpu(&sync->landed, m.landed);
 					}
 					continue;
 				}
