@@ -5,7 +5,8 @@
 // wrapping a small ring, one and four chunks queued, one block and three consuming at once; a
 // corrupted stream counted; a board error mid-stream (EIO, then the stream goes on); a stalled
 // board stopped by the host (ETIMEDOUT, no hung GPU, the reader works again); the engine's own C2H
-// refused while lent and back afterwards; a board per GPU, all read at once; bad arguments. Exits 77 without a GPU. Built by nvcc (the
+// refused while lent and back afterwards; a board per GPU, all read at once; bad arguments; and
+// where a 4 KiB round trip's time goes (printed). Exits 77 without a GPU. Built by nvcc (the
 // reader holds a kernel).
 #include <algorithm>
 #include <cerrno>
@@ -28,6 +29,44 @@ using gputest::report;
 using gputest::thrown;
 
 static constexpr std::size_t KiB = 1024;
+
+__device__ inline unsigned long long gpu_ns()
+{
+	unsigned long long t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+// Check's words, and two GPU-clock stamps per chunk into mapped host memory: when the block
+// entered the consumer and when all of it had read the chunk (uint4 loads, one wave for 16 KiB).
+struct Stamped {
+	std::uint32_t seed;
+	unsigned long long *bad, *enter, *read;
+	__device__ void operator()(const cuda::ResidentChunk &c) const
+	{
+		if (threadIdx.x == 0)
+			enter[c.sequence] = gpu_ns();
+		const uint4 *v = static_cast<const uint4 *>(c.host);
+		const std::uint64_t first = c.stream_offset / 4;
+		unsigned long long n = 0;
+		for (std::size_t i = threadIdx.x; i < c.bytes / 16; i += blockDim.x) {
+			const uint4 x = cuda::load_landed(v + i);
+			n += (x.x != mp_pattern_word(seed, first + 4 * i)) + (x.y != mp_pattern_word(seed, first + 4 * i + 1)) +
+			     (x.z != mp_pattern_word(seed, first + 4 * i + 2)) + (x.w != mp_pattern_word(seed, first + 4 * i + 3));
+		}
+		__syncthreads();
+		if (threadIdx.x == 0)
+			read[c.sequence] = gpu_ns();
+		if (n)
+			atomicAdd(bad, n);
+	}
+};
+
+static double percentile(std::vector<double> v, double p)
+{
+	std::sort(v.begin(), v.end());
+	return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1))];
+}
 
 int main()
 {
@@ -116,6 +155,41 @@ int main()
 		rd.run(10, 4 * KiB);
 		report(k.chunks() == 10 && k.bad() == 0, "then 10 chunks, data right", "%llu chunks, %llu bad", k.chunks(),
 		       k.bad());
+	});
+
+	// Where a small chunk's round trip goes: from the doorbell to the block entering the consumer
+	// (the doorbell's way to the board, the board, the record's discovery) and the read itself.
+	gputest::run("where a 4 KiB round trip goes, and every word right", [&] {
+		Rig r("emu:link=gen3x8,nt=0", 1024);
+		constexpr std::size_t n = 5000;
+		unsigned long long *h = nullptr, *d = nullptr;
+		cuda::check(cudaHostAlloc(reinterpret_cast<void **>(&h), (2 * n + 1) * sizeof(*h), cudaHostAllocMapped),
+			    "cudaHostAlloc");
+		std::fill(h, h + 2 * n + 1, 0ull);
+		cuda::check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&d), h, 0), "cudaHostGetDevicePointer");
+		r.board.setPatternSeed(0x3300);
+		cuda::InitiatedOptions o;
+		o.depth = 1;
+		{
+			cuda::InitiatedReader<Stamped> rd(r.board, r.engine, 1, 16 * KiB, Stamped{0x3300, d + 2 * n, d, d + n}, o);
+			std::vector<std::uint64_t> lat;
+			rd.run(n, 4 * KiB, &lat);
+			std::vector<double> before, reading;
+			bool ordered = true;
+			for (std::size_t i = 0; i < n; ++i) {
+				ordered = ordered && h[i] != 0 && h[n + i] >= h[i] && lat[i] >= h[n + i] - h[i];
+				const double c = static_cast<double>(h[n + i] - h[i]);
+				before.push_back((static_cast<double>(lat[i]) - c) / 1e3);
+				reading.push_back(c / 1e3);
+			}
+			std::printf("# 4 KiB, one at a time: doorbell -> consumer entered p50 %.2f us, the read p50 %.2f us "
+				    "(p99 %.2f / %.2f us)\n",
+				    percentile(before, 0.5), percentile(reading, 0.5), percentile(before, 0.99),
+				    percentile(reading, 0.99));
+			report(ordered, "every chunk stamped, consumer inside its round trip");
+			report(h[2 * n] == 0, "every word as the pattern says", "%llu words differ", h[2 * n]);
+		}
+		cudaFreeHost(h);
 	});
 
 	gputest::run("the engine's own C2H: EBUSY while lent, back afterwards", [&] {

@@ -51,7 +51,7 @@ const std::vector<ModeInfo> &mode_table()
 		{"lat-fi", "", "fi one chunk at a time (the copy engine), each chunk's round trip: the reference for lat-ri", true},
 		{"ig", "", "GPU-initiated: a GPU kernel writes the descriptors, rings the doorbell through BAR0 mapped into the GPU and checks each chunk in place; 8 chunks queued; no CPU in the loop", true},
 		{"ig-b<N>", "", "the same with N blocks (1 to 8) checking chunks at once while block 0's first thread keeps the ring", true},
-		{"lat-ig", "", "the same one chunk at a time, each chunk's round trip on the GPU's clock (descriptor written -> chunk checked): p50/p99/p99.9/max", true},
+		{"lat-ig", "", "the same one chunk at a time, each chunk's round trip on the GPU's clock (doorbell -> chunk checked): p50/p99/p99.9/max", true},
 		{"net", "", "board -> host -> network to the receivers of --net-to (mprace-recv), through bufmgr's network stage (UCX), 4 user-memory DMA buffers of 1 MiB", false},
 		{"net-db<S> net-pb<S>x<N>", "", "the same with two / N DMA buffers of S bytes", false},
 	};

@@ -142,6 +142,9 @@ __device__ inline void ring_doorbell(volatile std::uint32_t *tail, std::uint32_t
 }
 
 constexpr unsigned int kMaxInFlight = 64; // chunks queued or being consumed (depth <= buffers <= 64)
+// The manager's per-chunk arrays: chunks written (at most depth + 1 ahead of the consumed) and
+// not yet consumed.
+constexpr unsigned int kTrack = 2 * kMaxInFlight;
 
 // Device memory the blocks of one run share (cleared before each launch).
 struct InitiatedSync {
@@ -149,7 +152,7 @@ struct InitiatedSync {
 	std::uint32_t quit;                   // the manager ended the run (a failed record, a stop)
 	std::uint32_t pad;
 	std::uint64_t done[kMaxInFlight];     // chunk c consumed: done[c % kMaxInFlight] == c + 1
-	std::uint64_t t0[kMaxInFlight];       // chunk c's first descriptor written (GPU clock)
+	std::uint64_t t0[kTrack];             // chunk c's doorbell (GPU clock)
 };
 
 __device__ inline void store_release_gpu(std::uint64_t *p, std::uint64_t v)
@@ -164,43 +167,65 @@ __device__ inline std::uint64_t load_acquire_gpu(const std::uint64_t *p)
 }
 
 // The manager: thread 0 of block 0 keeps the ring. Its state lives in registers across the calls
-// of manage(): chunks begun (`posted`, of which `part` descriptors of the last are written), landed
-// (every record seen) and consumed (in order: every chunk before it done), the next descriptor
-// number, the TAIL last written and the first descriptor whose record has not been seen yet.
+// of manage(): chunks whose descriptors are written (`posted`, of which `part` descriptors of the
+// next are written too), whose first descriptor is rung (`started`), landed (every record seen)
+// and consumed (in order: every chunk before it done); the next descriptor number, the TAIL last
+// written and the first descriptor whose record has not been seen yet.
 struct Manager {
-	std::uint64_t posted, landed, consumed;
+	std::uint64_t posted, started, landed, consumed;
 	std::uint32_t part, next, rung, waited;
 };
 
+// Shared memory of block 0, the manager's only: each chunk's first and last descriptor.
+struct ManagerMarks {
+	std::uint32_t first[kTrack], last[kTrack];
+};
+
 constexpr std::uint64_t kUntilAllConsumed = ~0ull;
+
+// Rings what may run: every written descriptor of the chunks below `allowed` (the consumed
+// ones plus depth). The descriptors of the next chunk are written ahead but not rung, so that its
+// turn costs only the doorbell.
+__device__ inline void ring_allowed(const InitiatedRun &r, InitiatedSync *sync, Manager &m, const ManagerMarks &mk)
+{
+	const std::uint64_t allowed = m.consumed + r.depth;
+	const std::uint32_t tail = m.posted < allowed ? m.next : mk.last[(allowed - 1) % kTrack] + 1;
+	if (tail == m.rung)
+		return;
+	ring_doorbell(r.doorbell, tail); // after the descriptors it covers
+	m.rung = tail;
+	const std::uint64_t now = global_ns();
+	const std::uint64_t written = m.posted + (m.part ? 1 : 0);
+	while (m.started < written && static_cast<std::int32_t>(tail - mk.first[m.started % kTrack]) > 0)
+		sync->t0[m.started++ % kTrack] = now;
+}
 
 // Runs the ring until chunk `until` has landed (or, with kUntilAllConsumed, until every chunk is
 // consumed). Returns false when the run must end (a failed record, the host's stop): every block
 // then sees sync->quit.
 __device__ inline bool manage(InitiatedShared *sh, const InitiatedRun &r, InitiatedSync *sync, Manager &m,
-			      std::uint32_t *last, std::uint64_t until)
+			      ManagerMarks &mk, std::uint64_t until)
 {
 	const std::uint32_t ring = r.ring_mask + 1;
+	bool waiting = false; // the last look at the records found nothing new
 	for (;;) {
 		// chunks the consumers finished, in order: their buffers may be filled again
 		const std::uint64_t was = m.consumed;
 		while (m.consumed < m.landed && load_acquire_gpu(&sync->done[m.consumed % kMaxInFlight]) == m.consumed + 1)
 			++m.consumed;
-		if (m.consumed != was) {
-			sh->next_desc = m.next;
-			store_release_system(&sh->consumed, m.consumed);
-		}
-		if (until == kUntilAllConsumed ? m.consumed == r.chunks : m.landed > until)
-			return true;
-		// queue chunks up to `depth` ahead of the consumed ones, as far as the ring has room (a
-		// slot is rewritten only after its record was seen); refill once half of it is free, so
-		// that a chunk of many descriptors costs a doorbell per half ring
+		ring_allowed(r, sync, m, mk); // first: the chunks the consumers just made room for
+		// write the descriptors of the chunks allowed, and while the board works (a look at the
+		// records found nothing new: the stores then delay no doorbell and no look) those of one
+		// chunk more, as far as the ring has room (a slot is rewritten only after its record was
+		// seen); refill once half of it is free, so that a chunk of many descriptors costs a
+		// doorbell per half ring
 		if (m.next - m.waited <= ring / 2) {
-			while (m.posted < r.chunks && m.posted < m.consumed + r.depth && m.next - m.waited < ring) {
+			const std::uint64_t limit = m.consumed + r.depth + (waiting ? 1 : 0);
+			while (m.posted < r.chunks && m.posted < limit && m.next - m.waited < ring) {
 				const unsigned int b = static_cast<unsigned int>((r.first_chunk + m.posted) % r.count);
 				const InitiatedDesc &d = r.descs[static_cast<std::size_t>(b) * r.per + m.part];
 				if (m.part == 0)
-					sync->t0[m.posted % kMaxInFlight] = global_ns();
+					mk.first[m.posted % kTrack] = m.next;
 				mp_hw_desc *slot = r.ring + (m.next & r.ring_mask);
 				// words 0-3, then the record cleared and the cookie
 				store_system(slot, make_uint4(static_cast<std::uint32_t>(d.bus),
@@ -208,28 +233,33 @@ __device__ inline bool manage(InitiatedShared *sh, const InitiatedRun &r, Initia
 				store_system(&slot->result_bytes, make_uint4(0, 0, m.next, 0));
 				++m.next;
 				if (++m.part == r.ndesc[b]) {
-					last[m.posted % kMaxInFlight] = m.next - 1;
+					mk.last[m.posted % kTrack] = m.next - 1;
 					m.part = 0;
 					++m.posted;
 				}
 			}
-			if (m.next != m.rung) {
-				ring_doorbell(r.doorbell, m.next); // after the descriptors above
-				m.rung = m.next;
-			}
+			ring_allowed(r, sync, m, mk);
 		}
+		if (m.consumed != was) {
+			// progress for the host's patience only (it reads the rest after the kernel ended):
+			// plain stores, as a release store here would wait for the doorbell to be performed
+			sh->next_desc = m.rung;
+			sh->consumed = m.consumed;
+		}
+		if (until == kUntilAllConsumed ? m.consumed == r.chunks : m.landed > until)
+			return true;
 		bool quit = false;
-		if (m.next != m.waited) {
+		if (m.rung != m.waited) {
 			// Records come in order and an error stops the channel, so a record that says done
 			// without an error vouches for every descriptor before it: look at the last
 			// descriptor of the oldest chunk not landed (at most a quarter ring ahead, so that
 			// the ring is refilled while the engine still has work) and, while that is not
 			// done, at the oldest one, where a failure would show.
-			std::uint32_t target = m.next - 1;
+			std::uint32_t target = m.rung - 1;
 			if (target - m.waited > ring / 4)
 				target = m.waited + ring / 4;
-			if (m.landed < m.posted && static_cast<std::int32_t>(last[m.landed % kMaxInFlight] - target) < 0)
-				target = last[m.landed % kMaxInFlight];
+			if (m.landed < m.posted && static_cast<std::int32_t>(mk.last[m.landed % kTrack] - target) < 0)
+				target = mk.last[m.landed % kTrack];
 			std::uint32_t st = load_system(&r.ring[target & r.ring_mask].result_status);
 			if (!(st & MP_DESC_RESULT_STATUS_DONE_MASK) && target != m.waited) {
 				st = load_system(&r.ring[m.waited & r.ring_mask].result_status);
@@ -244,13 +274,14 @@ __device__ inline bool manage(InitiatedShared *sh, const InitiatedRun &r, Initia
 					m.waited = target + 1;
 					const std::uint64_t before = m.landed;
 					while (m.landed < m.posted &&
-					       static_cast<std::int32_t>(m.waited - last[m.landed % kMaxInFlight]) > 0)
+					       static_cast<std::int32_t>(m.waited - mk.last[m.landed % kTrack]) > 0)
 						++m.landed;
 					if (m.landed != before) {
 						fence_acquire_system(); // the chunks' data after their records
 						if (gridDim.x > 1) // (its own block learns it through __syncthreads)
 							store_release_gpu(&sync->landed, m.landed);
 					}
+					waiting = false;
 					continue;
 				}
 			}
@@ -259,6 +290,7 @@ __device__ inline bool manage(InitiatedShared *sh, const InitiatedRun &r, Initia
 			atomicExch(&sync->quit, 1u);
 			return false;
 		}
+		waiting = true;
 	}
 }
 
@@ -272,15 +304,15 @@ __device__ inline bool manage(InitiatedShared *sh, const InitiatedRun &r, Initia
 template <class Consumer>
 __global__ void initiated_kernel(InitiatedShared *sh, InitiatedRun r, Consumer consume, InitiatedSync *sync)
 {
-	__shared__ std::uint32_t s_last[kMaxInFlight];
+	__shared__ ManagerMarks s_marks;
 	__shared__ int s_quit;
-	Manager m{0, 0, 0, 0, r.first_desc, r.first_desc, r.first_desc};
+	Manager m{0, 0, 0, 0, 0, r.first_desc, r.first_desc, r.first_desc};
 	const bool manager = blockIdx.x == 0 && threadIdx.x == 0;
 	for (std::uint64_t c = blockIdx.x; c < r.chunks; c += gridDim.x) {
 		if (threadIdx.x == 0) {
 			bool go;
 			if (manager) {
-				go = manage(sh, r, sync, m, s_last, c);
+				go = manage(sh, r, sync, m, s_marks, c);
 			} else {
 				go = true;
 				while (load_acquire_gpu(&sync->landed) <= c)
@@ -306,12 +338,12 @@ __global__ void initiated_kernel(InitiatedShared *sh, InitiatedRun r, Consumer c
 		__syncthreads();
 		if (threadIdx.x == 0) {
 			if (r.latency_ns)
-				r.latency_ns[c] = global_ns() - sync->t0[c % kMaxInFlight];
+				r.latency_ns[c] = global_ns() - sync->t0[c % kTrack];
 			store_release_gpu(&sync->done[c % kMaxInFlight], c + 1);
 		}
 	}
 	if (manager)
-		manage(sh, r, sync, m, s_last, kUntilAllConsumed);
+		manage(sh, r, sync, m, s_marks, kUntilAllConsumed);
 }
 
 } // namespace detail
@@ -367,9 +399,10 @@ public:
 	std::uint64_t chunks() const noexcept { return chunks_; }
 
 	// Moves `n` chunks of `bytes` (4 .. buffer_size(), a multiple of 4) from the board through
-	// one kernel launch; returns when the block has consumed them all. latency_ns, if given,
-	// receives each chunk's time from its first descriptor written to its consumer done, on the
-	// GPU's clock (%globaltimer), n entries.
+	// one kernel launch; returns when the blocks have consumed them all. latency_ns, if given,
+	// receives each chunk's time from the doorbell that starts it (its descriptors are written
+	// ahead, during the chunk before) to its consumer done, on the GPU's clock (%globaltimer), n
+	// entries.
 	void run(std::uint64_t n, std::size_t bytes, std::vector<std::uint64_t> *latency_ns = nullptr)
 	{
 		if (bytes == 0 || bytes > size_ || bytes % MP_ENGINE_GRANULE)
