@@ -268,6 +268,9 @@ START_TEST(test_mode_names)
 	expect_str(one("OPS-C2H"), "ops-c2h");
 	expect_str(one("ops-h2c-b64"), "ops-h2c-b64");
 	expect_str(one("ops-c2h-b1"), "ops-c2h");
+	expect_str(one("IG-B4"), "ig-b4");
+	expect_str(one("ig-b1"), "ig");
+	ck_assert(is_gpu_mode("ig-b8"));
 	auto samples = expand_mode("pb1Mx8:I16F");
 	ck_assert_uint_eq(samples.size(), 2);
 	ck_assert_str_eq(samples[0].c_str(), "pb1Mx8-c2h:i16f");
@@ -281,7 +284,8 @@ START_TEST(test_mode_names)
 	ck_assert(!is_gpu_mode("c2h"));
 	for (const char *bad : {"", "c3h", "db", "dbx-c2h", "pb4M-c2h", "pb4Mx1", "fi-xx", "fr-db4M", "db4M-x2h",
 				"memcpy-mt0", "memcpy-mt65", "memcpy-mtx", "db4M:f16i", "db4M-c2h:i16f:i16f",
-				"ops-c2h-b0", "ops-c2h-b257", "ops-c2h-bx", "ops-c2h64", "ops-c2hx"}) {
+				"ops-c2h-b0", "ops-c2h-b257", "ops-c2h-bx", "ops-c2h64", "ops-c2hx", "ig-b0", "ig-b9",
+				"ig-bx", "ig-b", "ig-b4x"}) {
 		bool threw = false;
 		try {
 			expand_mode(bad);
