@@ -357,7 +357,10 @@ __global__ void initiated_kernel(InitiatedShared *sh, InitiatedRun r, Consumer c
 // Errors: CudaError for CUDA calls; bufmgr::Error: EINVAL bad arguments, EIO a failed record
 // (with the engine's code; the channel is reset and the reader usable again), ETIMEDOUT no chunk
 // consumed for `patience` (the kernel is stopped, the channel reset); the engine's errors
-// (EBUSY: C2H busy or lent) from the constructor.
+// (EBUSY: C2H busy or lent) from the constructor; EINVAL also for `blocks` that the GPU cannot
+// hold at once. After EIO or ETIMEDOUT, chunks() counts the chunks consumed in order; with
+// several blocks a few chunks after those may have reached their consumer too, and chunks that
+// had landed but not reached one are dropped (the stream goes on after chunks()).
 // Thread safety: one thread calls run(); the destructor stops a kernel still running.
 template <class Consumer>
 class InitiatedReader {
