@@ -2,7 +2,9 @@
 // The resident receive path (bufmgr/cuda_resident.cuh) on a real GPU with the virtual board: every
 // word of every chunk checked by the resident block (in place and copied), chunks of one and of
 // many descriptors, a ring much smaller than the stream (it wraps hundreds of times), stop while
-// the block waits, a new receiver after a stopped one, bad arguments. Exits 77 without a GPU.
+// the block waits, a new receiver after a stopped one, a board error mid-stream (EIO, no hung
+// GPU) and a new receiver on the same engine after it (the engine's recovery renumbered the
+// ring), bad arguments. Exits 77 without a GPU.
 // Built by nvcc (the receiver holds a kernel).
 #include <cerrno>
 #include <chrono>
@@ -82,6 +84,37 @@ int main()
 		       "%llu chunks, %llu bad", k2.chunks(), k2.bad());
 	});
 
+	// The engine's recovery after the error starts its descriptor numbering again; a receiver
+	// that took the cookies left in the ring as its start waited for ones that never came.
+	gputest::run("a board error mid-stream: EIO, no hung GPU; a new receiver on the same engine", [&] {
+		Rig r("emu:link=gen3x8", 64);
+		Counters k;
+		r.board.setPatternSeed(0x700);
+		{
+			cuda::ResidentReceiver<Check> rx(r.board, r.engine, 4, 4 * KiB, Check{0x700, k.dev, k.dev + 1});
+			rx.run(100, 4 * KiB); // 100 descriptors: the numbering is past the 64-entry ring
+			// the user stream delivers nothing: the engine's stall timeout fails the descriptor
+			r.board.setTestRouting(mprace::C2HSource::User, mprace::H2CSink::Checker);
+			r.engine.setStallTimeout(2000);
+			const auto t0 = std::chrono::steady_clock::now();
+			auto e = thrown([&] { rx.run(5, 4 * KiB); });
+			const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+			report(e.err == EIO && s < 5, "a failed record: EIO", "errno %d after %.2f s: %s", e.err, s,
+			       e.what.c_str());
+		} // the destructor stops the block
+		r.engine.setStallTimeout(0);
+		r.board.setTestRouting(mprace::C2HSource::Pattern, mprace::H2CSink::Checker);
+		r.board.setPatternSeed(0x900);
+		Counters k2;
+		const auto t0 = std::chrono::steady_clock::now();
+		cuda::ResidentReceiver<Check> rx2(r.board, r.engine, 4, 4 * KiB, Check{0x900, k2.dev, k2.dev + 1});
+		auto e = thrown([&] { rx2.run(30, 4 * KiB); });
+		const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+		report(e.err == 0 && k2.chunks() == 30 && k2.bad() == 0,
+		       "then a new receiver on the same engine: 30 chunks, data right",
+		       "errno %d after %.2f s (%s); %llu chunks, %llu bad", e.err, s, e.what.c_str(), k2.chunks(), k2.bad());
+	});
+
 	gputest::run("bad arguments", [&] {
 		Rig r("emu:link=gen3x8", 64);
 		Counters k;
@@ -94,6 +127,15 @@ int main()
 		o.threads = 48;
 		report(thrown([&] { cuda::ResidentReceiver<Check> rx(r.board, r.engine, 2, 4 * KiB, c, o); }).err == EINVAL,
 		       "48 threads: EINVAL");
+		{
+			mprace::DMABuffer buf(r.board, 64 * KiB);
+			r.board.setPatternRate(1); // 64 KiB takes a while
+			mprace::Transfer t = r.engine.readAsync(buf, 0, 64 * KiB);
+			report(thrown([&] { cuda::ResidentReceiver<Check> rx(r.board, r.engine, 2, 4 * KiB, c); }).err == EBUSY,
+			       "a C2H transfer outstanding: EBUSY");
+			t.abort();
+			r.board.setPatternRate(0);
+		}
 		cuda::ResidentReceiver<Check> rx(r.board, r.engine, 2, 4 * KiB, c);
 		report(thrown([&] { rx.run(1, 8 * KiB); }).err == EINVAL, "a chunk larger than a buffer: EINVAL");
 		report(thrown([&] { rx.run(1, 6); }).err == EINVAL, "a chunk not a multiple of 4: EINVAL");

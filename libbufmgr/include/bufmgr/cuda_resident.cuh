@@ -354,10 +354,10 @@ __global__ void resident_kernel(ResidentShared *sh, const mp_hw_desc *ring, unsi
 } // namespace detail
 
 // Policies: Consumer (above). Requirements: the receiver is the only user of the engine's C2H
-// channel while it runs (it matches records by where they end and by their cookies), and the
-// channel has not been recovered (an error or abort restarts the numbering from 0; the receiver
-// then finds nothing and run() fails with ETIMEDOUT: open a new DMAEngine); the board is routed
-// to the source it should read. The ring's memory and the DMA buffers must be
+// channel while it lives (it matches records by where they end and by their cookies): the
+// constructor resets the channel (no C2H transfer may be outstanding: EBUSY), so that the
+// engine numbers descriptors from 0 again; after an error (EIO) the receiver is done, and a new
+// one on the same engine starts clean. The board is routed to the source it should read. The ring's memory and the DMA buffers must be
 // registrable with CUDA: the virtual board's are process memory; on real hardware the ring is
 // pcidriver kernel memory (a dma_mmap_coherent mapping), which needs cudaHostRegisterIoMemory
 // (tried when the plain registration fails; not tested on a real board yet).
@@ -531,17 +531,16 @@ private:
 		      "bufmgr::cuda::ResidentReceiver: cudaHostAlloc");
 		std::memset(static_cast<void *>(sh_), 0, sizeof(*sh_));
 		check(cudaHostGetDevicePointer(reinterpret_cast<void **>(&dev_sh_), sh_, 0), "cudaHostGetDevicePointer");
+		// A clean channel: RESET and the ring cleared (lent and given back at once), so that the
+		// engine numbers its descriptors from 0 again and no record written before (an error's
+		// recovery restarts the numbering too) passes for one of ours. EBUSY while C2H
+		// transfers are outstanding or the channel is lent.
+		engine_.lend(mprace::Channel::C2H).giveBack();
+		min_cookie_ = 0;
 		const mprace::DMADescriptorList &ring = engine_.ring(mprace::Channel::C2H);
 		ring_host_ = ring.memory().data();
 		ring_bytes_ = ring.memory().size();
 		bool io = false;
-		// records written before the receiver started are not its chunks': only cookies after the
-		// largest one in the ring count (none written yet: all do)
-		for (std::uint32_t i = 0; i < ring.size(); ++i) {
-			const mprace::DMADescriptor &d = ring[i];
-			if (d.length() != 0 || d.address() != 0)
-				min_cookie_ = std::max<std::uint64_t>(min_cookie_, d.cookie() + 1);
-		}
 		const void *dev_ring = detail::register_mapped(ring_host_, ring_bytes_, &io, "bufmgr::cuda::ResidentReceiver");
 		ring_registered_ = true;
 		bufs_.create(board, count, size_, "bufmgr::cuda::ResidentReceiver");
