@@ -797,13 +797,15 @@ public:
 		mprace::Board &b = pattern_board(env_);
 		mprace::DMAEngine &e = env_.engine();
 		seed_ = next_seed();
-		b.setPatternSeed(seed_); // one stream for the mode's life: chunk k holds its next bytes
 		errors_ = std::make_unique<MappedCount>();
 		bufmgr::cuda::ResidentOptions o;
 		o.copy = copy_;
 		rx_ = std::make_unique<bufmgr::cuda::ResidentReceiver<PatternConsumer>>(
 			b, e, s_.latency ? 1 : kBuffers, std::max<std::uint64_t>(max_bytes, 4), PatternConsumer{seed_, errors_->dev()},
 			o);
+		// one stream for the mode's life: chunk k holds its next bytes (seeded after the receiver
+		// reset the channel: the RTL drops what its generator had taken ahead)
+		b.setPatternSeed(seed_);
 	}
 	void transfer(std::uint64_t bytes) override
 	{
@@ -870,7 +872,6 @@ public:
 		mprace::Board &b = pattern_board(env_);
 		mprace::DMAEngine &e = env_.engine();
 		seed_ = next_seed();
-		b.setPatternSeed(seed_);
 		errors_ = std::make_unique<MappedCount>();
 		bufmgr::cuda::InitiatedOptions o;
 		o.depth = s_.latency ? 1 : kBuffers;
@@ -883,6 +884,7 @@ public:
 				throw Unavailable(std::string("BAR0 cannot be mapped for the GPU: ") + err.what());
 			throw;
 		}
+		b.setPatternSeed(seed_); // after the lend's channel reset, as for ri
 	}
 	void transfer(std::uint64_t bytes) override { run(bytes, 1); }
 	void run(std::uint64_t bytes, std::uint64_t n) override

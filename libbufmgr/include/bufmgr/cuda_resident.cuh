@@ -357,7 +357,8 @@ __global__ void resident_kernel(ResidentShared *sh, const mp_hw_desc *ring, unsi
 // channel while it lives (it matches records by where they end and by their cookies): the
 // constructor resets the channel (no C2H transfer may be outstanding: EBUSY), so that the
 // engine numbers descriptors from 0 again; after an error (EIO) the receiver is done, and a new
-// one on the same engine starts clean. The board is routed to the source it should read. The ring's memory and the DMA buffers must be
+// one on the same engine starts clean. The board is routed to the source it should read (seed
+// the pattern generator after the constructor: on the RTL the reset drops what it took ahead). The ring's memory and the DMA buffers must be
 // registrable with CUDA: the virtual board's are process memory; on real hardware the ring is
 // pcidriver kernel memory (a dma_mmap_coherent mapping), which needs cudaHostRegisterIoMemory
 // (tried when the plain registration fails; not tested on a real board yet).
