@@ -3,8 +3,8 @@
 // word of every chunk checked by the resident block (in place and copied), chunks of one and of
 // many descriptors, a ring much smaller than the stream (it wraps hundreds of times), stop while
 // the block waits, a new receiver after a stopped one, a board error mid-stream (EIO, no hung
-// GPU) and a new receiver on the same engine after it (the engine's recovery renumbered the
-// ring), bad arguments. Exits 77 without a GPU.
+// GPU), then the same receiver and a new one on the same engine (the engine's recovery had
+// renumbered the ring), bad arguments. Exits 77 without a GPU.
 // Built by nvcc (the receiver holds a kernel).
 #include <cerrno>
 #include <chrono>
@@ -86,7 +86,7 @@ int main()
 
 	// The engine's recovery after the error starts its descriptor numbering again; a receiver
 	// that took the cookies left in the ring as its start waited for ones that never came.
-	gputest::run("a board error mid-stream: EIO, no hung GPU; a new receiver on the same engine", [&] {
+	gputest::run("a board error mid-stream: EIO, no hung GPU; the same receiver and a new one go on", [&] {
 		Rig r("emu:link=gen3x8", 64);
 		Counters k;
 		r.board.setPatternSeed(0x700);
@@ -101,6 +101,13 @@ int main()
 			const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 			report(e.err == EIO && s < 5, "a failed record: EIO", "errno %d after %.2f s: %s", e.err, s,
 			       e.what.c_str());
+			// the same receiver goes on (the stream where the reader counts it: reseed)
+			r.engine.setStallTimeout(0);
+			r.board.setTestRouting(mprace::C2HSource::Pattern, mprace::H2CSink::Checker);
+			r.board.setPatternSeed(0x700 + static_cast<std::uint32_t>(rx.consumed() * 1024));
+			auto e2 = thrown([&] { rx.run(20, 4 * KiB); });
+			report(e2.err == 0 && k.chunks() == 120 && k.bad() == 0, "the same receiver after it: 20 chunks, data right",
+			       "errno %d (%s); %llu chunks, %llu bad", e2.err, e2.what.c_str(), k.chunks(), k.bad());
 		} // the destructor stops the block
 		r.engine.setStallTimeout(0);
 		r.board.setTestRouting(mprace::C2HSource::Pattern, mprace::H2CSink::Checker);

@@ -356,8 +356,8 @@ __global__ void resident_kernel(ResidentShared *sh, const mp_hw_desc *ring, unsi
 // Policies: Consumer (above). Requirements: the receiver is the only user of the engine's C2H
 // channel while it lives (it matches records by where they end and by their cookies): the
 // constructor resets the channel (no C2H transfer may be outstanding: EBUSY), so that the
-// engine numbers descriptors from 0 again; after an error (EIO) the receiver is done, and a new
-// one on the same engine starts clean. The board is routed to the source it should read (seed
+// engine numbers descriptors from 0 again; after an error (EIO) it does the same and starts its
+// block again, so the next run() works (and so does a new receiver on the same engine). The board is routed to the source it should read (seed
 // the pattern generator after the constructor: on the RTL the reset drops what it took ahead). The ring's memory and the DMA buffers must be
 // registrable with CUDA: the virtual board's are process memory; on real hardware the ring is
 // pcidriver kernel memory (a dma_mmap_coherent mapping), which needs cudaHostRegisterIoMemory
@@ -370,7 +370,7 @@ class ResidentReceiver {
 public:
 	ResidentReceiver(mprace::Board &board, mprace::DMAEngine &engine, unsigned int count,
 			 std::size_t buffer_size, Consumer consume, ResidentOptions o = ResidentOptions())
-		: engine_(engine), opt_(o), size_(buffer_size)
+		: engine_(engine), opt_(o), size_(buffer_size), consume_(consume)
 	{
 		detail::check_reader_args("bufmgr::cuda::ResidentReceiver", count, detail::ResidentShared::kJobs,
 					  buffer_size, o.threads);
@@ -378,7 +378,7 @@ public:
 			check(cudaGetDevice(&opt_.device), "cudaGetDevice");
 		check(cudaSetDevice(opt_.device), "cudaSetDevice");
 		try {
-			setup(board, count, consume);
+			setup(board, count);
 		} catch (...) {
 			release();
 			throw;
@@ -515,10 +515,43 @@ private:
 	[[noreturn]] void fail()
 	{
 		const std::uint32_t st = sh_->error;
-		throw Error(EIO, "bufmgr::cuda::ResidentReceiver: chunk " + std::to_string(sh_->consumed) +
+		const std::string what = "bufmgr::cuda::ResidentReceiver: chunk " + std::to_string(sh_->consumed) +
 					 " failed on the board (RESULT_STATUS 0x" + hex(st) + ", engine error " +
 					 std::to_string((st & MP_DESC_RESULT_STATUS_ERROR_CODE_MASK) >>
-							MP_DESC_RESULT_STATUS_ERROR_CODE_SHIFT) + ")");
+							MP_DESC_RESULT_STATUS_ERROR_CODE_SHIFT) + ")";
+		restart();
+		throw Error(EIO, what);
+	}
+
+	// After a failed record (the block has left): the chunks still posted are aborted, the
+	// channel reset (its numbering from 0 again) and the block started anew, so the receiver goes
+	// on with the next run(); the failed chunk and those after it are not consumed, and the stream
+	// offsets go on from the failed chunk's.
+	void restart()
+	{
+		const auto until = std::chrono::steady_clock::now() + opt_.stop_timeout;
+		cudaError_t e;
+		while ((e = cudaStreamQuery(stream_)) == cudaErrorNotReady) {
+			if (std::chrono::steady_clock::now() > until) {
+				stop(); // cannot restart a block that does not leave: stop for good
+				return;
+			}
+			std::this_thread::sleep_for(std::chrono::microseconds(50));
+		}
+		check(e, "bufmgr::cuda::ResidentReceiver: the resident block");
+		for (auto &t : pending_) {
+			if (t.valid())
+				t.abort();
+			t = mprace::Transfer();
+		}
+		engine_.lend(mprace::Channel::C2H).giveBack();
+		const std::uint64_t c = sh_->consumed;
+		if (posted_ > c)
+			offset_ = sh_->jobs[c % detail::ResidentShared::kJobs].stream_offset;
+		posted_ = c;
+		sh_->posted = c;
+		sh_->error = 0;
+		launch();
 	}
 	static std::string hex(std::uint32_t v)
 	{
@@ -526,7 +559,7 @@ private:
 		std::snprintf(s, sizeof(s), "%x", v);
 		return s;
 	}
-	void setup(mprace::Board &board, unsigned int count, Consumer consume)
+	void setup(mprace::Board &board, unsigned int count)
 	{
 		check(cudaHostAlloc(reinterpret_cast<void **>(&sh_), sizeof(*sh_), cudaHostAllocMapped),
 		      "bufmgr::cuda::ResidentReceiver: cudaHostAlloc");
@@ -557,9 +590,16 @@ private:
 			      "cudaMemcpy");
 		}
 		check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+		dev_ring_ = static_cast<const mp_hw_desc *>(dev_ring);
+		ring_mask_ = ring.mask();
+		launch();
+	}
+	// The block starts at chunk sh_->consumed and descriptor number 0 (a channel just reset).
+	void launch()
+	{
 		detail::resident_kernel<Consumer><<<1, opt_.threads, 0, stream_>>>(
-			dev_sh_, static_cast<const mp_hw_desc *>(dev_ring), ring.mask(), min_cookie_,
-			bufs_.gpu_table(), static_cast<void *const *>(dev_copies_), consume);
+			dev_sh_, dev_ring_, ring_mask_, min_cookie_, bufs_.gpu_table(),
+			static_cast<void *const *>(dev_copies_), consume_);
 		check(cudaGetLastError(), "bufmgr::cuda::ResidentReceiver: launching the resident block");
 	}
 	void release() noexcept
@@ -599,6 +639,9 @@ private:
 	std::vector<mprace::Transfer> pending_;
 	void *dev_copies_ = nullptr;
 	cudaStream_t stream_ = nullptr;
+	const mp_hw_desc *dev_ring_ = nullptr;
+	unsigned int ring_mask_ = 0;
+	Consumer consume_;
 	std::uint64_t posted_ = 0, min_cookie_ = 0, offset_ = 0;
 	bool stopped_ = false;
 };
