@@ -363,7 +363,8 @@ __global__ void resident_kernel(ResidentShared *sh, const mp_hw_desc *ring, unsi
 // pcidriver kernel memory (a dma_mmap_coherent mapping), which needs cudaHostRegisterIoMemory
 // (tried when the plain registration fails; not tested on a real board yet).
 // Errors: CudaError for CUDA calls, bufmgr::Error (EINVAL bad options, EIO a failed record, with
-// its status, ETIMEDOUT the block did not stop), the board's errors (mprace::Error, DMAError).
+// its status: the receiver has restarted and stays usable; ETIMEDOUT the block did not stop or
+// made no progress), the board's errors (mprace::Error, DMAError; EBUSY from the constructor).
 // Thread safety: one thread drives run(); stop() from the destructor or that thread.
 template <class Consumer>
 class ResidentReceiver {
