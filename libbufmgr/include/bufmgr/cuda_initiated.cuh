@@ -142,6 +142,7 @@ __device__ inline void ring_doorbell(volatile std::uint32_t *tail, std::uint32_t
 }
 
 constexpr unsigned int kMaxInFlight = 64; // chunks queued or being consumed (depth <= buffers <= 64)
+constexpr unsigned int kMaxBlocks = 64;   // consuming blocks
 // The manager's per-chunk arrays: chunks written (at most depth + 1 ahead of the consumed) and
 // not yet consumed.
 constexpr unsigned int kTrack = 2 * kMaxInFlight;
@@ -375,8 +376,9 @@ public:
 					    "buffers (0: all)");
 		if (opt_.depth == 0)
 			opt_.depth = count;
-		if (o.blocks == 0 || o.blocks > detail::kMaxInFlight)
-			throw Error(EINVAL, "bufmgr::cuda::InitiatedReader: blocks must be 1 .. 64");
+		if (o.blocks == 0 || o.blocks > detail::kMaxBlocks)
+			throw Error(EINVAL, "bufmgr::cuda::InitiatedReader: blocks must be 1 .. " +
+						    std::to_string(detail::kMaxBlocks));
 		if (opt_.device < 0)
 			check(cudaGetDevice(&opt_.device), "cudaGetDevice");
 		check(cudaSetDevice(opt_.device), "cudaSetDevice");

@@ -11,7 +11,8 @@
 //       in host memory, which tells the host that buffer k mod K may be filled again.
 //
 // Which record is chunk k's: libmprace numbers the descriptors it writes into the ring (the
-// software cookie, words 6-7: 0, 1, 2, ... from the engine's start), so the descriptors of chunk
+// software cookie, words 6-7: 0, 1, 2, ... from the channel's last reset, which the receiver
+// does when it starts its block), so the descriptors of chunk
 // k follow those of chunk k - 1. Warp 0 of the block looks at the next 32 numbers at once (their
 // slots are number mod ring size), skips the done ones that end elsewhere on the bus (the chunk's
 // earlier pieces) and stops at the done one that ends where the chunk ends. A slot already
@@ -244,14 +245,15 @@ __device__ inline SlotLook look_at(const mp_hw_desc *ring, unsigned int mask, st
 // consumes the chunk, and thread 0 publishes it.
 template <class Consumer>
 __global__ void resident_kernel(ResidentShared *sh, const mp_hw_desc *ring, unsigned int ring_mask,
-				std::uint64_t first_cookie, const std::uintptr_t *buffers, void *const *gpu_copy,
+				const std::uintptr_t *buffers, void *const *gpu_copy,
 				Consumer consume)
 {
 	__shared__ std::uint64_t s_seq, s_bytes, s_offset;
 	__shared__ unsigned int s_buffer;
 	__shared__ int s_quit;
 	const unsigned int lane = threadIdx.x % 32;
-	std::uint64_t seq = sh->consumed, next = first_cookie; // next: the first descriptor not yet seen
+	// next: the first descriptor not yet seen (the channel was reset at the launch: numbers from 0)
+	std::uint64_t seq = sh->consumed, next = 0;
 	std::uint64_t confirmed = ~0ull; // the descriptor number whose cookie this lane has seen
 	for (;;) {
 		if (threadIdx.x < 32) {
@@ -357,9 +359,10 @@ __global__ void resident_kernel(ResidentShared *sh, const mp_hw_desc *ring, unsi
 // channel while it lives (it matches records by where they end and by their cookies): the
 // constructor resets the channel (no C2H transfer may be outstanding: EBUSY), so that the
 // engine numbers descriptors from 0 again; after an error (EIO) it does the same and starts its
-// block again, so the next run() works (and so does a new receiver on the same engine). The board is routed to the source it should read (seed
-// the pattern generator after the constructor: on the RTL the reset drops what it took ahead). The ring's memory and the DMA buffers must be
-// registrable with CUDA: the virtual board's are process memory; on real hardware the ring is
+// block again, so the next run() works (and so does a new receiver on the same engine). The
+// board is routed to the source it should read (seed the pattern generator after the
+// constructor: on the RTL the reset drops what it took ahead). The ring's memory and the DMA
+// buffers must be registrable with CUDA: the virtual board's are process memory; on real hardware the ring is
 // pcidriver kernel memory (a dma_mmap_coherent mapping), which needs cudaHostRegisterIoMemory
 // (tried when the plain registration fails; not tested on a real board yet).
 // Errors: CudaError for CUDA calls, bufmgr::Error (EINVAL bad options, EIO a failed record, with
@@ -571,7 +574,6 @@ private:
 		// recovery restarts the numbering too) passes for one of ours. EBUSY while C2H
 		// transfers are outstanding or the channel is lent.
 		engine_.lend(mprace::Channel::C2H).giveBack();
-		min_cookie_ = 0;
 		const mprace::DMADescriptorList &ring = engine_.ring(mprace::Channel::C2H);
 		ring_host_ = ring.memory().data();
 		ring_bytes_ = ring.memory().size();
@@ -599,7 +601,7 @@ private:
 	void launch()
 	{
 		detail::resident_kernel<Consumer><<<1, opt_.threads, 0, stream_>>>(
-			dev_sh_, dev_ring_, ring_mask_, min_cookie_, bufs_.gpu_table(),
+			dev_sh_, dev_ring_, ring_mask_, bufs_.gpu_table(),
 			static_cast<void *const *>(dev_copies_), consume_);
 		check(cudaGetLastError(), "bufmgr::cuda::ResidentReceiver: launching the resident block");
 	}
@@ -643,7 +645,7 @@ private:
 	const mp_hw_desc *dev_ring_ = nullptr;
 	unsigned int ring_mask_ = 0;
 	Consumer consume_;
-	std::uint64_t posted_ = 0, min_cookie_ = 0, offset_ = 0;
+	std::uint64_t posted_ = 0, offset_ = 0;
 	bool stopped_ = false;
 };
 
