@@ -633,15 +633,26 @@ def pattern_bytes(seed, words):
     return b"".join(struct.pack("<I", (seed + n) & 0xFFFFFFFF) for n in range(words))
 
 
-# ---- raw TLPs on the core's requester interfaces (PG156), for the unit testbenches that play
-# the core themselves instead of cocotbext-pcie's model
+# ---- the engine's own request stream (mprace_dma_pkg: a PCIe TLP header in a 4-dword slot, then
+# the payload), for the unit testbenches of the requesters, which play the rest of the engine
 
-def rq_tlp(frame):
-    """A requester-request TLP (one AXI4-Stream frame of dwords): the RQ descriptor's fields
-    and the payload after it."""
+def req_tlp(frame):
+    """A memory request TLP of the engine's request stream (one AXI4-Stream frame of dwords): the
+    header's fields and the payload after the 4-dword slot. Checks what PCIe asks of the header:
+    a memory request, the 3-dword form below 4 GiB, byte enables of whole dwords."""
     d = list(frame.tdata)
-    return dict(addr=(d[1] << 32) | (d[0] & ~3), dwords=d[2] & 0x7FF, type=(d[2] >> 11) & 0xF,
-                tag=d[3] & 0xFF, data=d[4:])
+    fmt, typ = d[0] >> 29, (d[0] >> 24) & 0x1F
+    assert typ == 0 and fmt in (0b000, 0b001, 0b010, 0b011), f"not a memory request: {d[0]:#010x}"
+    four = fmt & 1
+    addr = ((d[2] << 32) | (d[3] & ~3)) if four else (d[2] & ~3)
+    assert not four or addr >> 32, f"4-dword header for address {addr:#x} below 4 GiB"
+    assert four or d[3] == 0, "3-dword header: the slot's fourth dword is not zero"
+    dwords = (d[0] & 0x3FF) or 1024
+    first_be, last_be = d[1] & 0xF, (d[1] >> 4) & 0xF
+    assert first_be == 0xF and last_be == (0xF if dwords > 1 else 0), \
+        f"byte enables {first_be:#x}/{last_be:#x} for {dwords} dwords"
+    return dict(addr=addr, dwords=dwords, write=bool(fmt & 2), tag=(d[1] >> 8) & 0xFF,
+                data=d[4:])
 
 
 # The widths the units behind the RC adapter are tested at: 256 bits, 512 bits, and 512 bits

@@ -41,18 +41,18 @@ entity mprace_dma_desc_fetch is
     enable    : in  std_logic;
     mrrs_dw   : in  unsigned(10 downto 0);
     -- read request (one RQ packet)
-    rq_tdata  : out std_logic_vector(data_w_g-1 downto 0);
-    rq_tkeep  : out std_logic_vector(data_w_g/32-1 downto 0);
-    rq_tuser  : out std_logic_vector(RQ_USER_W_c-1 downto 0);
-    rq_tlast  : out std_logic;
-    rq_tvalid : out std_logic;
-    rq_tready : in  std_logic;
+    req_tdata  : out std_logic_vector(data_w_g-1 downto 0);
+    req_tkeep  : out std_logic_vector(data_w_g/32-1 downto 0);
+    req_tuser  : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+    req_tlast  : out std_logic;
+    req_tvalid : out std_logic;
+    req_tready : in  std_logic;
     -- completions (all tags; this block takes tag_g)
     cpl_valid  : in  std_logic;
     cpl_sop    : in  std_logic;
     cpl_eop    : in  std_logic;
     cpl_tag    : in  unsigned(7 downto 0);
-    cpl_err    : in  std_logic_vector(3 downto 0);
+    cpl_err    : in  std_logic_vector(CPL_ERR_W_c-1 downto 0);
     cpl_done   : in  std_logic;
     cpl_data   : in  std_logic_vector(data_w_g-1 downto 0);
     cpl_keep   : in  std_logic_vector(data_w_g/32-1 downto 0);
@@ -162,7 +162,7 @@ begin
     size := unsigned(ctrl.ring_size);
 
     -------------------------------------------------------------------- request
-    if r.req_valid = '1' and rq_tready = '1' then
+    if r.req_valid = '1' and req_tready = '1' then
       v.req_valid := '0';
     end if;
 
@@ -209,10 +209,10 @@ begin
     want   := v.want;              -- set by a request issued now, if any
     if cpl_valid = '1' and cpl_tag = tag_g and r.outstanding = '1' then
       v.seen := '1';
-      if cpl_sop = '1' and cpl_err /= RC_ERR_NONE_c then
+      if cpl_sop = '1' and cpl_err /= CPL_OK_c then
         if r.discard = '0' and r.stopped = '0' then
           e := ENTRY_INIT_c;
-          if cpl_err = RC_ERR_TIMEOUT_c then
+          if cpl_err = CPL_TIMEOUT_c then
             e.err := code(ERR_TIMEOUT_c);
           else
             e.err := code(ERR_BUS_ERROR_c);
@@ -221,7 +221,7 @@ begin
           nfresh    := 1;
           v.stopped := '1';
         end if;
-      elsif cpl_err = RC_ERR_NONE_c then
+      elsif cpl_err = CPL_OK_c then
         for m in 0 to PER_BEAT_c-1 loop
           d0 := 8 * m;                     -- descriptor m of the beat: lanes d0 .. d0+7
           if cpl_keep(d0 + 7) = '1' and want /= 0 then
@@ -304,12 +304,12 @@ begin
 
   desc <= desc_unpack(f_out);
 
-  rq_tdata  <= (DATA_W_c-1 downto 128 => '0') &
-               rq_desc(r.req_addr, r.req_dw, REQ_MEM_READ_c, tag_g);
-  rq_tkeep  <= ones(4, LANES_c);
-  rq_tuser  <= rq_user(r.req_dw);
-  rq_tlast  <= '1';
-  rq_tvalid <= r.req_valid;
+  req_tdata  <= (DATA_W_c-1 downto 128 => '0') &
+               tlp_mem_req(r.req_addr, r.req_dw, false, tag_g);
+  req_tkeep  <= ones(4, LANES_c);
+  req_tuser  <= (others => '0');
+  req_tlast  <= '1';
+  req_tvalid <= r.req_valid;
 
   busy     <= '1' when r.outstanding = '1' or r.pn /= 0 else '0';
   cpl_seen <= r.seen;

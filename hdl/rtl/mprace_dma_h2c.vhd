@@ -45,14 +45,14 @@ entity mprace_dma_h2c is
     -- requests: data reads
     rd_tdata   : out std_logic_vector(data_w_g-1 downto 0);
     rd_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
-    rd_tuser   : out std_logic_vector(RQ_USER_W_c-1 downto 0);
+    rd_tuser   : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
     rd_tlast   : out std_logic;
     rd_tvalid  : out std_logic;
     rd_tready  : in  std_logic;
     -- requests: completion records
     wb_tdata   : out std_logic_vector(data_w_g-1 downto 0);
     wb_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
-    wb_tuser   : out std_logic_vector(RQ_USER_W_c-1 downto 0);
+    wb_tuser   : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
     wb_tlast   : out std_logic;
     wb_tvalid  : out std_logic;
     wb_tready  : in  std_logic;
@@ -60,7 +60,7 @@ entity mprace_dma_h2c is
     -- requests: descriptor fetches
     df_tdata   : out std_logic_vector(data_w_g-1 downto 0);
     df_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
-    df_tuser   : out std_logic_vector(RQ_USER_W_c-1 downto 0);
+    df_tuser   : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
     df_tlast   : out std_logic;
     df_tvalid  : out std_logic;
     df_tready  : in  std_logic;
@@ -69,7 +69,7 @@ entity mprace_dma_h2c is
     cpl_sop    : in  std_logic;
     cpl_eop    : in  std_logic;
     cpl_tag    : in  unsigned(7 downto 0);
-    cpl_err    : in  std_logic_vector(3 downto 0);
+    cpl_err    : in  std_logic_vector(CPL_ERR_W_c-1 downto 0);
     cpl_done   : in  std_logic;
     cpl_bytes  : in  unsigned(12 downto 0);
     cpl_data   : in  std_logic_vector(data_w_g-1 downto 0);
@@ -343,7 +343,7 @@ begin
           finish := true;
         elsif r.wb_valid = '0' then
           v.wb_valid := '1';
-          v.wb_hdr   := rq_desc(r.o_rec_addr, to_unsigned(2, 11), REQ_MEM_WRITE_c, 0);
+          v.wb_hdr   := tlp_mem_req(r.o_rec_addr, to_unsigned(2, 11), true, 0);
           v.wb_data  := result_record(r.o_bytes, '0', r.o_code);
           v.o_st     := Sent_s;
         end if;
@@ -399,8 +399,8 @@ begin
     generic map (data_w_g => data_w_g, tag_g => FETCH_TAG_H2C_c)
     port map (
       clk => clk, rst => rst, ctrl => ctrl, enable => fetch_en, mrrs_dw => link.mrrs_dw,
-      rq_tdata => df_tdata, rq_tkeep => df_tkeep, rq_tuser => df_tuser, rq_tlast => df_tlast,
-      rq_tvalid => df_tvalid, rq_tready => df_tready,
+      req_tdata => df_tdata, req_tkeep => df_tkeep, req_tuser => df_tuser, req_tlast => df_tlast,
+      req_tvalid => df_tvalid, req_tready => df_tready,
       cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
       cpl_err => cpl_err, cpl_done => cpl_done, cpl_data => cpl_data, cpl_keep => cpl_keep,
       desc_valid => desc_valid, desc_ready => desc_ready, desc => desc,
@@ -420,8 +420,8 @@ begin
       clk => clk, rst => rst, link => link,
       job_valid => job_valid, job_ready => job_ready, job_addr => desc.addr,
       job_len => desc.len, job_pos => r.alloc, space_base => r.o_pos, discard => discard,
-      rq_tdata => rd_tdata, rq_tkeep => rd_tkeep, rq_tuser => rd_tuser, rq_tlast => rd_tlast,
-      rq_tvalid => rd_tvalid, rq_tready => rd_tready,
+      req_tdata => rd_tdata, req_tkeep => rd_tkeep, req_tuser => rd_tuser, req_tlast => rd_tlast,
+      req_tvalid => rd_tvalid, req_tready => rd_tready,
       cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
       cpl_err => cpl_err, cpl_done => cpl_done, cpl_bytes => cpl_bytes, cpl_data => cpl_data,
       cpl_keep => cpl_keep,
@@ -456,7 +456,7 @@ begin
 
   wb_tdata  <= (DATA_W_c-1 downto 192 => '0') & r.wb_data & r.wb_hdr;
   wb_tkeep  <= ones(6, LANES_c);
-  wb_tuser  <= rq_user(to_unsigned(2, 11));
+  wb_tuser  <= (others => '0');
   wb_tlast  <= '1';
   wb_tvalid <= r.wb_valid;
 

@@ -1,8 +1,9 @@
 -- SPDX-License-Identifier: GPL-2.0
 -- mprace_dma_pkg: what the engine's entities share that is not part of the engine specification:
--- the Xilinx AXI4-Stream interfaces' sideband widths at 256 bits (PG156) and 512 bits (PG213,
--- DWORD-aligned mode), the engine's internal RQ sideband, the control bundles between the
--- register file and the channels, and small helpers.
+-- the engine's own request and completion streams (vendor-neutral: PCIe TLP headers, not any hard
+-- block's format), the control bundles between the register file and the channels, and small
+-- helpers. What a vendor's PCIe block wants lives in that vendor's adapters (Xilinx:
+-- mprace_pcie_us_pkg and the mprace_pcie_us_* entities).
 -- The register map, descriptor layout and error codes come from engine_spec_pkg (generated from
 -- spec/dma-engine.toml); this package never repeats them.
 -- Spec: docs/dma-engine.md (sections 1, 4 and 5).
@@ -16,41 +17,53 @@ use work.engine_spec_pkg.all;
 package mprace_dma_pkg is
 
   ---------------------------------------------------------------------------------------------
-  -- Datapath: the entities take its width as the generic data_w_g, 256 bits (8 dwords per beat:
-  -- 7-series Gen3 / UltraScale, PG023 / PG156, Gen3 x8) or 512 bits (16 dwords per beat:
-  -- UltraScale+, PG213, Gen3 x16 / Gen4 x8), both at 250 MHz. Inside, the request streams carry
-  -- the 256-bit interface's RQ sideband (RQ_USER_W_c); the adapters at the top convert.
+  -- Datapath: the entities take its width as the generic data_w_g, 256 bits (8 dwords per beat)
+  -- or 512 bits (16 dwords per beat, two segments of 8).
+  --
+  -- Request streams (the engine's requesters -> the request mux -> the vendor adapter): packets
+  -- of beats (data, keep per dword, side, last). A TLP starts in lane 0, or at 512 bits also in
+  -- lane 8 (the second segment, after a TLP that ended in the first: UltraScale+ straddling and
+  -- the P-tile's two segments alike). Its first four dwords are the header slot: the PCIe TLP
+  -- header as on the link (dword k of the header in lane k, header bit 31 the first byte's MSB),
+  -- a 3-dword header followed by a zero dword; the payload follows from the fifth dword. A packet
+  -- ends with `last`; with two segments a packet may hold several TLPs back to back, and the
+  -- beats where one TLP ends before lane 8 and the next starts in lane 8 say so in `side`:
+  --   REQ_SOP_HI_c  a TLP starts in lane 8 of this beat
+  --   REQ_EOP_MID_c a TLP ends in this beat before lane 8 and another continues
+  --   REQ_EOP_PTR_c its last lane (4 bits)
   ---------------------------------------------------------------------------------------------
-  -- sideband widths of the core's interfaces at a datapath width (PG156 at 256, PG213 at 512)
-  function cq_user_w(data_w : positive) return positive;
-  function cc_user_w(data_w : positive) return positive;
-  function rq_user_w(data_w : positive) return positive;
-  function rc_user_w(data_w : positive) return positive;
-  -- cfg_max_payload: 3 bits on the Gen3 cores, 2 on UltraScale+
-  function cfg_mps_w(data_w : positive) return positive;
+  constant REQ_SOP_HI_c  : natural := 0;
+  constant REQ_EOP_MID_c : natural := 1;
+  constant REQ_EOP_PTR_c : natural := 2;
+  constant REQ_SIDE_W_c  : natural := 6;
+  constant HDR_SLOT_DW_c : natural := 4;   -- dwords before the payload of a request
 
-  -- The engine's internal RQ sideband: the 256-bit interface's layout in 59:0, then what a
-  -- straddled beat of the 512-bit interface needs besides (the C2H write engine packs a TLP
-  -- into the upper half of the beat that ends the one before it):
-  --   RQU_SOP_HI_c  the TLP starting in this beat starts in lane 8 (its byte enables in 7:0)
-  --   RQU_EOP_MID_c a TLP ends in this beat before lane 8 and another continues
-  --   RQU_EOP_PTR_c its last lane (4 bits)
-  constant RQU_SOP_HI_c  : natural := 60;
-  constant RQU_EOP_MID_c : natural := 61;
-  constant RQU_EOP_PTR_c : natural := 62;
-  constant RQ_USER_W_c   : natural := 66;
+  -- PCIe TLP header fields the engine writes and the adapters read (PCIe Base Specification,
+  -- memory requests): Fmt/Type in dword 0 bits 31:24, Length 9:0 (0 means 1024 dwords);
+  -- dword 1: requester ID 31:16, tag 15:8, last/first DW byte enables 7:4 / 3:0; then the
+  -- address, 64 bits in dwords 2-3 (4-dword header) or 32 bits in dword 2 (3-dword header,
+  -- required below 4 GiB).
+  constant TLP_FMT_4DW_c  : natural := 29;   -- Fmt bit 0: 4-dword header
+  constant TLP_FMT_DATA_c : natural := 30;   -- Fmt bit 1: with data (a write)
+  -- a memory request for `dwords` (1 .. 1024) whole dwords at addr
+  function tlp_mem_req(addr : std_logic_vector(63 downto 0); dwords : unsigned(10 downto 0);
+                       write : boolean; tag : natural) return std_logic_vector;
+  function tlp_dwords(hdr : std_logic_vector(127 downto 0)) return unsigned;   -- 11 bits
+  function tlp_addr(hdr : std_logic_vector(127 downto 0)) return std_logic_vector;   -- 64 bits
+  function tlp_tag(hdr : std_logic_vector(127 downto 0)) return std_logic_vector;   -- 8 bits
+  function tlp_is_write(hdr : std_logic_vector(127 downto 0)) return boolean;
+  function tlp_first_be(hdr : std_logic_vector(127 downto 0)) return std_logic_vector;
+  function tlp_last_be(hdr : std_logic_vector(127 downto 0)) return std_logic_vector;
 
-  -- requester request types (RQ descriptor dword 2, bits 14:11) and completion status
-  constant REQ_MEM_READ_c  : std_logic_vector(3 downto 0) := "0000";
-  constant REQ_MEM_WRITE_c : std_logic_vector(3 downto 0) := "0001";
-  constant CPL_SC_c        : std_logic_vector(2 downto 0) := "000";
-  constant CPL_UR_c        : std_logic_vector(2 downto 0) := "001";
-  constant CPL_CA_c        : std_logic_vector(2 downto 0) := "100";
-
-  -- requester completion error codes (RC descriptor dword 0, bits 15:12)
-  constant RC_ERR_NONE_c      : std_logic_vector(3 downto 0) := "0000";
-  constant RC_ERR_INV_TAG_c   : std_logic_vector(3 downto 0) := "0110";
-  constant RC_ERR_TIMEOUT_c   : std_logic_vector(3 downto 0) := "1001";
+  -- Completion streams (vendor adapter -> the engine's requesters): payload-aligned beats with
+  -- the completion's tag, whether it ends its request, and what went wrong, if anything:
+  --   CPL_OK_c       data as requested
+  --   CPL_FAILED_c   the request failed: UR, CA, poisoned or malformed completion, tag unknown
+  --   CPL_TIMEOUT_c  the block's completion timeout expired
+  constant CPL_ERR_W_c   : natural := 2;
+  constant CPL_OK_c      : std_logic_vector(CPL_ERR_W_c-1 downto 0) := "00";
+  constant CPL_FAILED_c  : std_logic_vector(CPL_ERR_W_c-1 downto 0) := "01";
+  constant CPL_TIMEOUT_c : std_logic_vector(CPL_ERR_W_c-1 downto 0) := "10";
 
   -- fixed tags: one outstanding descriptor fetch per channel; H2C data uses the others
   constant FETCH_TAG_C2H_c : natural := 0;
@@ -144,11 +157,6 @@ package mprace_dma_pkg is
   function count_ones(s : std_logic_vector) return natural;
   function code(n : natural) return code_t;                        -- error code as a byte
 
-  -- RQ descriptor (4 dwords) for a memory request, requester ID filled in by the core
-  function rq_desc(addr : std_logic_vector(63 downto 0); dwords : unsigned(10 downto 0);
-                   req : std_logic_vector(3 downto 0); tag : natural) return std_logic_vector;
-  -- RQ sideband for a request of `dwords` full dwords
-  function rq_user(dwords : unsigned(10 downto 0)) return std_logic_vector;
   -- completion record (RESULT_BYTES, RESULT_STATUS) as two dwords, RESULT_BYTES in 31:0
   function result_record(bytes : len_t; eop : std_logic; err : code_t)
     return std_logic_vector;
@@ -178,30 +186,10 @@ package body mprace_dma_pkg is
     return d;
   end function;
 
-  function cq_user_w(data_w : positive) return positive is
-  begin
-    if data_w = 512 then return 183; else return 85; end if;
-  end function;
 
-  function cc_user_w(data_w : positive) return positive is
-  begin
-    if data_w = 512 then return 81; else return 33; end if;
-  end function;
 
-  function rq_user_w(data_w : positive) return positive is
-  begin
-    if data_w = 512 then return 137; else return 60; end if;
-  end function;
 
-  function rc_user_w(data_w : positive) return positive is
-  begin
-    if data_w = 512 then return 161; else return 75; end if;
-  end function;
 
-  function cfg_mps_w(data_w : positive) return positive is
-  begin
-    if data_w = 512 then return 2; else return 3; end if;
-  end function;
 
   function datapath_ok(unit_name : string; data_w : positive) return boolean is
   begin
@@ -253,26 +241,72 @@ package body mprace_dma_pkg is
     return std_logic_vector(to_unsigned(n, 8));
   end function;
 
-  function rq_desc(addr : std_logic_vector(63 downto 0); dwords : unsigned(10 downto 0);
-                   req : std_logic_vector(3 downto 0); tag : natural) return std_logic_vector is
-    variable d : std_logic_vector(127 downto 0) := (others => '0');
+
+
+  function tlp_mem_req(addr : std_logic_vector(63 downto 0); dwords : unsigned(10 downto 0);
+                       write : boolean; tag : natural) return std_logic_vector is
+    variable h : std_logic_vector(127 downto 0) := (others => '0');
   begin
-    d(31 downto 2)   := addr(31 downto 2);       -- 1:0 address type: untranslated
-    d(63 downto 32)  := addr(63 downto 32);
-    d(74 downto 64)  := std_logic_vector(dwords);
-    d(78 downto 75)  := req;                     -- 79 poisoned, 95:80 requester ID: 0
-    d(103 downto 96) := std_logic_vector(to_unsigned(tag, 8));
-    return d;                                    -- completer ID, TC, attributes, ECRC: 0
+    -- dword 0: Fmt, Type = 0 0000 (memory), TC, attributes, TD, EP, AT: 0; Length
+    if write then
+      h(TLP_FMT_DATA_c) := '1';
+    end if;
+    h(9 downto 0) := std_logic_vector(dwords(9 downto 0));   -- 1024 wraps to 0, as PCIe says
+    -- dword 1: requester ID 0 (the block fills it in), tag, byte enables of whole dwords
+    h(32+15 downto 32+8) := std_logic_vector(to_unsigned(tag, 8));
+    h(32+3 downto 32) := "1111";
+    if dwords > 1 then
+      h(32+7 downto 32+4) := "1111";             -- a one-dword request has last BE 0
+    end if;
+    if addr(63 downto 32) = x"00000000" then
+      h(64+31 downto 64+2) := addr(31 downto 2);
+    else
+      h(TLP_FMT_4DW_c) := '1';
+      h(64+31 downto 64) := addr(63 downto 32);
+      h(96+31 downto 96+2) := addr(31 downto 2);
+    end if;
+    return h;
   end function;
 
-  function rq_user(dwords : unsigned(10 downto 0)) return std_logic_vector is
-    variable u : std_logic_vector(RQ_USER_W_c-1 downto 0) := (others => '0');
+  function tlp_dwords(hdr : std_logic_vector(127 downto 0)) return unsigned is
+    variable n : unsigned(10 downto 0);
   begin
-    u(3 downto 0) := "1111";                     -- first_be
-    if dwords > 1 then
-      u(7 downto 4) := "1111";                   -- last_be (0 for one-dword requests)
+    n := '0' & unsigned(hdr(9 downto 0));
+    if n = 0 then
+      n := to_unsigned(1024, 11);
     end if;
-    return u;                                    -- addr_offset, discontinue, TPH, parity: 0
+    return n;
+  end function;
+
+  function tlp_addr(hdr : std_logic_vector(127 downto 0)) return std_logic_vector is
+    variable a : std_logic_vector(63 downto 0) := (others => '0');
+  begin
+    if hdr(TLP_FMT_4DW_c) = '1' then
+      a := hdr(64+31 downto 64) & hdr(96+31 downto 96+2) & "00";
+    else
+      a(31 downto 0) := hdr(64+31 downto 64+2) & "00";
+    end if;
+    return a;
+  end function;
+
+  function tlp_tag(hdr : std_logic_vector(127 downto 0)) return std_logic_vector is
+  begin
+    return hdr(32+15 downto 32+8);
+  end function;
+
+  function tlp_is_write(hdr : std_logic_vector(127 downto 0)) return boolean is
+  begin
+    return hdr(TLP_FMT_DATA_c) = '1';
+  end function;
+
+  function tlp_first_be(hdr : std_logic_vector(127 downto 0)) return std_logic_vector is
+  begin
+    return hdr(32+3 downto 32);
+  end function;
+
+  function tlp_last_be(hdr : std_logic_vector(127 downto 0)) return std_logic_vector is
+  begin
+    return hdr(32+7 downto 32+4);
   end function;
 
   function result_record(bytes : len_t; eop : std_logic; err : code_t)

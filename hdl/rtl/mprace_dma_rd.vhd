@@ -47,18 +47,18 @@ entity mprace_dma_rd is
     space_base : in  pos_t;
     discard    : in  std_logic;
     -- read requests
-    rq_tdata   : out std_logic_vector(data_w_g-1 downto 0);
-    rq_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
-    rq_tuser   : out std_logic_vector(RQ_USER_W_c-1 downto 0);
-    rq_tlast   : out std_logic;
-    rq_tvalid  : out std_logic;
-    rq_tready  : in  std_logic;
+    req_tdata   : out std_logic_vector(data_w_g-1 downto 0);
+    req_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
+    req_tuser   : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+    req_tlast   : out std_logic;
+    req_tvalid  : out std_logic;
+    req_tready  : in  std_logic;
     -- completions
     cpl_valid  : in  std_logic;
     cpl_sop    : in  std_logic;
     cpl_eop    : in  std_logic;
     cpl_tag    : in  unsigned(7 downto 0);
-    cpl_err    : in  std_logic_vector(3 downto 0);
+    cpl_err    : in  std_logic_vector(CPL_ERR_W_c-1 downto 0);
     cpl_done   : in  std_logic;
     cpl_bytes  : in  unsigned(12 downto 0);
     cpl_data   : in  std_logic_vector(data_w_g-1 downto 0);
@@ -87,7 +87,7 @@ architecture rtl of mprace_dma_rd is
 
   constant TAG_W_c : natural := log2ceil(tag_count_g);
 
-  type err_arr_t  is array (0 to tag_count_g-1) of std_logic_vector(3 downto 0);
+  type err_arr_t  is array (0 to tag_count_g-1) of std_logic_vector(CPL_ERR_W_c-1 downto 0);
 
   -- what a tag remembers about its request (a small RAM, written when the tag is issued)
   type tag_entry_r is record
@@ -222,10 +222,10 @@ begin
       end if;
     end loop;
 
-    if r.req_valid = '1' and rq_tready = '1' then
+    if r.req_valid = '1' and req_tready = '1' then
       v.req_valid := '0';
     end if;
-    issue := r.p_ok = '1' and r.j_active = '1' and (r.req_valid = '0' or rq_tready = '1') and
+    issue := r.p_ok = '1' and r.j_active = '1' and (r.req_valid = '0' or req_tready = '1') and
              free >= 0 and discard = '0' and
              (r.j_pos + shift_right(r.p_len, 2)) - space_base <= 2**ring_log2_g and
              r.hdr_used + r.p_hdr <= hdr_budget_g and r.data_used + r.p_data <= data_budget_g;
@@ -280,9 +280,9 @@ begin
             v.c_act := '1';
             v.seen  := '1';
             v.c_tag := t;
-            if cpl_err = RC_ERR_NONE_c and r.t_disc(t) = '0' then
+            if cpl_err = CPL_OK_c and r.t_disc(t) = '0' then
               v.c_wr := '1';
-            elsif cpl_err /= RC_ERR_NONE_c and r.t_err(t) = RC_ERR_NONE_c then
+            elsif cpl_err /= CPL_OK_c and r.t_err(t) = CPL_OK_c then
               v.t_err(t) := cpl_err;
             end if;
             -- payload dword k of this completion (lane k of its first beat) goes to
@@ -320,10 +320,10 @@ begin
     ord_ready <= '0';
     h := to_integer(unsigned(ord_data));
     if ord_valid = '1' and r.t_done(h) = '1' and r.t_disc(h) = '0' and r.err_valid = '0' then
-      if r.t_err(h) /= RC_ERR_NONE_c then
+      if r.t_err(h) /= CPL_OK_c then
         v.err_valid := '1';
         v.err_pos   := tags(h).pos;
-        if r.t_err(h) = RC_ERR_TIMEOUT_c then
+        if r.t_err(h) = CPL_TIMEOUT_c then
           v.err_code := code(ERR_TIMEOUT_c);
         else
           v.err_code := code(ERR_BUS_ERROR_c);
@@ -364,12 +364,12 @@ begin
       in_valid => r.push, in_ready => open, in_data => std_logic_vector(r.push_tag),
       out_valid => ord_valid, out_ready => ord_ready, out_data => ord_data, level => open);
 
-  rq_tdata  <= (DATA_W_c-1 downto 128 => '0') &
-               rq_desc(r.req_addr, r.req_dw, REQ_MEM_READ_c, r.req_tag);
-  rq_tkeep  <= ones(4, LANES_c);
-  rq_tuser  <= rq_user(r.req_dw);
-  rq_tlast  <= '1';
-  rq_tvalid <= r.req_valid;
+  req_tdata  <= (DATA_W_c-1 downto 128 => '0') &
+               tlp_mem_req(r.req_addr, r.req_dw, false, r.req_tag);
+  req_tkeep  <= ones(4, LANES_c);
+  req_tuser  <= (others => '0');
+  req_tlast  <= '1';
+  req_tvalid <= r.req_valid;
 
   ring_wr_en   <= r.w_en;
   ring_wr_pos  <= std_logic_vector(r.w_pos(ring_log2_g-1 downto 0));

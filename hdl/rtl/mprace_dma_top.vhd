@@ -23,6 +23,7 @@ use ieee.numeric_std.all;
 library work;
 use work.engine_spec_pkg.all;
 use work.mprace_dma_pkg.all;
+use work.mprace_pcie_us_pkg.all;
 
 entity mprace_dma_top is
   generic (
@@ -169,7 +170,7 @@ architecture rtl of mprace_dma_top is
   -- completions
   signal cpl_valid, cpl_sop, cpl_eop, cpl_done : std_logic;
   signal cpl_tag        : unsigned(7 downto 0);
-  signal cpl_err        : std_logic_vector(3 downto 0);
+  signal cpl_err        : std_logic_vector(CPL_ERR_W_c-1 downto 0);
   signal cpl_bytes      : unsigned(12 downto 0);
   signal cpl_dwords     : unsigned(10 downto 0);
   signal cpl_data       : std_logic_vector(DATA_W_c-1 downto 0);
@@ -178,7 +179,11 @@ architecture rtl of mprace_dma_top is
   -- request streams into the RQ mux
   signal q_tdata        : std_logic_vector(PORTS_c*DATA_W_c-1 downto 0);
   signal q_tkeep        : std_logic_vector(PORTS_c*LANES_c-1 downto 0);
-  signal q_tuser        : std_logic_vector(PORTS_c*RQ_USER_W_c-1 downto 0);
+  signal q_tuser        : std_logic_vector(PORTS_c*REQ_SIDE_W_c-1 downto 0);
+  signal req_tdata      : std_logic_vector(DATA_W_c-1 downto 0);
+  signal req_tkeep      : std_logic_vector(LANES_c-1 downto 0);
+  signal req_tuser      : std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+  signal req_tlast, req_tvalid, req_tready : std_logic;
   signal q_tlast        : std_logic_vector(PORTS_c-1 downto 0);
   signal q_tvalid       : std_logic_vector(PORTS_c-1 downto 0);
   signal q_tready       : std_logic_vector(PORTS_c-1 downto 0);
@@ -319,12 +324,12 @@ begin
       s_tvalid => c2h_tvalid, s_tready => c2h_tready,
       wr_tdata  => q_tdata(P_C2H_WR_c*DATA_W_c+DATA_W_c-1 downto P_C2H_WR_c*DATA_W_c),
       wr_tkeep  => q_tkeep(P_C2H_WR_c*LANES_c+LANES_c-1 downto P_C2H_WR_c*LANES_c),
-      wr_tuser  => q_tuser(P_C2H_WR_c*RQ_USER_W_c+RQ_USER_W_c-1 downto P_C2H_WR_c*RQ_USER_W_c),
+      wr_tuser  => q_tuser(P_C2H_WR_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_C2H_WR_c*REQ_SIDE_W_c),
       wr_tlast  => q_tlast(P_C2H_WR_c), wr_tvalid => q_tvalid(P_C2H_WR_c),
       wr_tready => q_tready(P_C2H_WR_c), wr_sent => q_sent(P_C2H_WR_c),
       df_tdata  => q_tdata(P_C2H_DF_c*DATA_W_c+DATA_W_c-1 downto P_C2H_DF_c*DATA_W_c),
       df_tkeep  => q_tkeep(P_C2H_DF_c*LANES_c+LANES_c-1 downto P_C2H_DF_c*LANES_c),
-      df_tuser  => q_tuser(P_C2H_DF_c*RQ_USER_W_c+RQ_USER_W_c-1 downto P_C2H_DF_c*RQ_USER_W_c),
+      df_tuser  => q_tuser(P_C2H_DF_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_C2H_DF_c*REQ_SIDE_W_c),
       df_tlast  => q_tlast(P_C2H_DF_c), df_tvalid => q_tvalid(P_C2H_DF_c),
       df_tready => q_tready(P_C2H_DF_c),
       cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
@@ -340,29 +345,38 @@ begin
       m_tvalid => h2c_tvalid, m_tready => h2c_tready,
       rd_tdata  => q_tdata(P_H2C_RD_c*DATA_W_c+DATA_W_c-1 downto P_H2C_RD_c*DATA_W_c),
       rd_tkeep  => q_tkeep(P_H2C_RD_c*LANES_c+LANES_c-1 downto P_H2C_RD_c*LANES_c),
-      rd_tuser  => q_tuser(P_H2C_RD_c*RQ_USER_W_c+RQ_USER_W_c-1 downto P_H2C_RD_c*RQ_USER_W_c),
+      rd_tuser  => q_tuser(P_H2C_RD_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_H2C_RD_c*REQ_SIDE_W_c),
       rd_tlast  => q_tlast(P_H2C_RD_c), rd_tvalid => q_tvalid(P_H2C_RD_c),
       rd_tready => q_tready(P_H2C_RD_c),
       wb_tdata  => q_tdata(P_H2C_WB_c*DATA_W_c+DATA_W_c-1 downto P_H2C_WB_c*DATA_W_c),
       wb_tkeep  => q_tkeep(P_H2C_WB_c*LANES_c+LANES_c-1 downto P_H2C_WB_c*LANES_c),
-      wb_tuser  => q_tuser(P_H2C_WB_c*RQ_USER_W_c+RQ_USER_W_c-1 downto P_H2C_WB_c*RQ_USER_W_c),
+      wb_tuser  => q_tuser(P_H2C_WB_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_H2C_WB_c*REQ_SIDE_W_c),
       wb_tlast  => q_tlast(P_H2C_WB_c), wb_tvalid => q_tvalid(P_H2C_WB_c),
       wb_tready => q_tready(P_H2C_WB_c), wb_sent => q_sent(P_H2C_WB_c),
       df_tdata  => q_tdata(P_H2C_DF_c*DATA_W_c+DATA_W_c-1 downto P_H2C_DF_c*DATA_W_c),
       df_tkeep  => q_tkeep(P_H2C_DF_c*LANES_c+LANES_c-1 downto P_H2C_DF_c*LANES_c),
-      df_tuser  => q_tuser(P_H2C_DF_c*RQ_USER_W_c+RQ_USER_W_c-1 downto P_H2C_DF_c*RQ_USER_W_c),
+      df_tuser  => q_tuser(P_H2C_DF_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_H2C_DF_c*REQ_SIDE_W_c),
       df_tlast  => q_tlast(P_H2C_DF_c), df_tvalid => q_tvalid(P_H2C_DF_c),
       df_tready => q_tready(P_H2C_DF_c),
       cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
       cpl_err => cpl_err, cpl_done => cpl_done, cpl_bytes => cpl_bytes, cpl_data => cpl_data,
       cpl_keep => cpl_keep);
 
-  i_rq : entity work.mprace_pcie_us_rq_mux
+  i_req : entity work.mprace_dma_req_mux
     generic map (data_w_g => data_w_g, ports_g => PORTS_c, bulk_g => P_C2H_WR_c)
     port map (
       clk => user_clk, rst => rst,
       s_tdata => q_tdata, s_tkeep => q_tkeep, s_tuser => q_tuser, s_tlast => q_tlast,
       s_tvalid => q_tvalid, s_tready => q_tready, s_sent => q_sent,
+      m_tdata => req_tdata, m_tkeep => req_tkeep, m_tuser => req_tuser, m_tlast => req_tlast,
+      m_tvalid => req_tvalid, m_tready => req_tready);
+
+  i_rq : entity work.mprace_pcie_us_rq
+    generic map (data_w_g => data_w_g)
+    port map (
+      clk => user_clk, rst => rst,
+      s_tdata => req_tdata, s_tkeep => req_tkeep, s_tuser => req_tuser, s_tlast => req_tlast,
+      s_tvalid => req_tvalid, s_tready => req_tready,
       m_axis_rq_tdata => m_axis_rq_tdata, m_axis_rq_tkeep => m_axis_rq_tkeep,
       m_axis_rq_tuser => m_axis_rq_tuser, m_axis_rq_tlast => m_axis_rq_tlast,
       m_axis_rq_tvalid => m_axis_rq_tvalid, m_axis_rq_tready => m_axis_rq_tready);

@@ -16,9 +16,12 @@
 --   * clear (channel reset, data flush) waits for the TLP in progress to leave, then forgets
 --     jobs and reports, and restarts the ring read position at 0 (`cleared` tells the source).
 --   * straddle_g (512 bits only): when the last beat of a TLP uses at most half the lanes and
---     the next TLP of the job is ready, that TLP starts in the upper half of the same beat
---     (UltraScale+ RQ straddling); the beat has no tlast and its sideband says where each TLP
---     starts and ends (RQU_* in mprace_dma_pkg). A 256-byte TLP then takes 4.5 beats, not 5.
+--     the next TLP of the job is ready, that TLP starts in the upper half of the same beat (the
+--     second segment: UltraScale+ RQ straddling, P-tile's two segments); the beat has no tlast
+--     and its side bits say where each TLP starts and ends (REQ_* in mprace_dma_pkg). A
+--     256-byte TLP then takes 4.5 beats, not 5.
+-- Each TLP is its PCIe header in a 4-dword slot and its payload (the request stream of
+-- mprace_dma_pkg); the vendor adapter turns it into what the block wants.
 -- Pipeline: stage 1 decides a beat and addresses the ring, stage 2 assembles it with the ring
 -- data into a small output queue; stage 1 only issues while the queue has room for it.
 -- Spec: docs/dma-engine.md sections 2 (completion record), 3 (MPS, 4 KiB), 4 (steps 4-5, packet
@@ -60,13 +63,13 @@ entity mprace_dma_wr is
     eop_pos    : in  pos_t;
     eop_pop    : out std_logic;
     -- request stream
-    rq_tdata   : out std_logic_vector(data_w_g-1 downto 0);
-    rq_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
-    rq_tuser   : out std_logic_vector(RQ_USER_W_c-1 downto 0);
-    rq_tlast   : out std_logic;
-    rq_tvalid  : out std_logic;
-    rq_tready  : in  std_logic;
-    rq_sent    : in  std_logic;                 -- a TLP of this stream was taken by the core
+    req_tdata   : out std_logic_vector(data_w_g-1 downto 0);
+    req_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
+    req_tuser   : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+    req_tlast   : out std_logic;
+    req_tvalid  : out std_logic;
+    req_tready  : in  std_logic;
+    req_sent    : in  std_logic;                 -- a TLP of this stream was taken by the core
     -- reports, in descriptor order
     ev_valid   : out std_logic;
     ev_code    : out code_t;
@@ -89,8 +92,8 @@ architecture rtl of mprace_dma_wr is
   type state_t is (Idle_s, Hdr_s, Data_s, Rec_s);
   type kind_t is (Hdr_k, Data_k, Rec_k, Merge_k);
 
-  constant OUT_W_c : natural := DATA_W_c + LANES_c + RQ_USER_W_c + 1;
-  constant HDR_DATA_c : natural := LANES_c - 4;   -- data dwords in a beat with the descriptor
+  constant OUT_W_c : natural := DATA_W_c + LANES_c + REQ_SIDE_W_c + 1;
+  constant HDR_DATA_c : natural := LANES_c - 4;   -- data dwords in a beat with the header
   constant HALF_c     : natural := LANES_c / 2;   -- where a straddled TLP starts
   constant STRADDLE_c : boolean := straddle_g and LANES_c = 16;
   -- report queue entry: bytes, code, irq, stop, sequence number of the TLP to wait for
@@ -128,7 +131,7 @@ architecture rtl of mprace_dma_wr is
     s2_kind    : kind_t;
     s2_hdr     : std_logic_vector(127 downto 0);
     s2_take    : natural range 0 to LANES_c;
-    s2_user    : std_logic_vector(RQ_USER_W_c-1 downto 0);
+    s2_user    : std_logic_vector(REQ_SIDE_W_c-1 downto 0);
     s2_last    : std_logic;
     s2_rec     : std_logic_vector(63 downto 0);
     -- reports
@@ -183,14 +186,14 @@ begin
     variable finish   : boolean;     -- the job ends with the beat issued now
     variable ack_seq  : unsigned(7 downto 0);
 
-    -- the planned TLP (r.nlen dwords at r.addr) starts in the beat issued now: its descriptor,
+    -- the planned TLP (r.nlen dwords at r.addr) starts in the beat issued now: its header,
     -- and the job advanced past it (to its end where it ends at a packet end). It writes v
     -- itself: with v as an inout parameter GHDL's synthesis copied the whole record back
     -- (700 LUTs more at 256 bits)
     procedure start_tlp is
     begin
-      v.s2_hdr   := rq_desc(std_logic_vector(r.addr), r.nlen, REQ_MEM_WRITE_c, 0);
-      v.s2_user  := rq_user(r.nlen);
+      v.s2_hdr   := tlp_mem_req(std_logic_vector(r.addr), r.nlen, true, 0);
+      v.s2_user  := (others => '0');
       v.addr     := r.addr + shift_left(resize(r.nlen, 64), 2);
       v.rem_dw   := r.rem_dw - r.nlen;
       v.bytes    := r.bytes + shift_left(resize(r.nlen, DESC_LEN_BYTES_WIDTH_c), 2);
@@ -223,7 +226,7 @@ begin
     if data_flush = '1' then
       v.flush_pend := '1';
     end if;
-    if rq_sent = '1' then
+    if req_sent = '1' then
       v.acked := r.acked + 1;
     end if;
 
@@ -316,21 +319,21 @@ begin
           v.s2_valid := '1';
           v.s2_kind  := Data_k;
           v.s2_take  := take;
-          v.s2_user(RQU_SOP_HI_c)  := '0';    -- the descriptor's sideband, without a straddle
-          v.s2_user(RQU_EOP_MID_c) := '0';
+          v.s2_user(REQ_SOP_HI_c)  := '0';    -- no straddle
+          v.s2_user(REQ_EOP_MID_c) := '0';
           v.s2_last  := '0';
           v.rd_pos   := r.rd_pos + take;
           v.t_rem    := r.t_rem - take;
           if STRADDLE_c and r.t_rem <= HALF_c and r.rem_dw /= 0 and r.plan_ok = '1' and
              r.nlen > HALF_c - 4 and r.commit - next_pos >= r.nlen and
              r.abort_pend = '0' and r.clear_pend = '0' then
-            -- the next TLP starts in the upper half of this beat: its descriptor in lanes
+            -- the next TLP starts in the upper half of this beat: its header in lanes
             -- HALF_c.. HALF_c+3, its first data dwords after it
             v.s2_kind  := Merge_k;
             start_tlp;
-            v.s2_user(RQU_SOP_HI_c)  := '1';
-            v.s2_user(RQU_EOP_MID_c) := '1';
-            v.s2_user(RQU_EOP_PTR_c+3 downto RQU_EOP_PTR_c) :=
+            v.s2_user(REQ_SOP_HI_c)  := '1';
+            v.s2_user(REQ_EOP_MID_c) := '1';
+            v.s2_user(REQ_EOP_PTR_c+3 downto REQ_EOP_PTR_c) :=
               std_logic_vector(resize(r.t_rem - 1, 4));
             v.rd_pos   := r.rd_pos + r.t_rem + (HALF_c - 4);
             v.t_rem    := r.nlen - (HALF_c - 4);
@@ -350,8 +353,8 @@ begin
         if credit then
           v.s2_valid := '1';
           v.s2_kind  := Rec_k;
-          v.s2_hdr   := rq_desc(r.rec_addr, to_unsigned(2, 11), REQ_MEM_WRITE_c, 0);
-          v.s2_user  := rq_user(to_unsigned(2, 11));
+          v.s2_hdr   := tlp_mem_req(r.rec_addr, to_unsigned(2, 11), true, 0);
+          v.s2_user  := (others => '0');
           v.s2_take  := 0;
           v.s2_last  := '1';
           v.s2_rec   := result_record(r.bytes, r.eop, r.code);
@@ -439,7 +442,7 @@ begin
         d := (DATA_W_c-1 downto 192 => '0') & r.s2_rec & r.s2_hdr;
         keep := ones(6, LANES_c);
       when Merge_k =>
-        -- lanes 0 .. take-1: the end of the TLP before; then the next TLP's descriptor at
+        -- lanes 0 .. take-1: the end of the TLP before; then the next TLP's header at
         -- HALF_c and its first dwords, which follow in the ring
         for l in HALF_c + 4 to LANES_c-1 loop
           for t in 1 to HALF_c loop
@@ -460,13 +463,13 @@ begin
     port map (
       clk => clk, rst => rst, flush => '0',
       in_valid => o_in_valid, in_ready => open, in_data => o_in_data,
-      out_valid => rq_tvalid, out_ready => rq_tready, out_data => o_out_data,
+      out_valid => req_tvalid, out_ready => req_tready, out_data => o_out_data,
       level => o_level);
 
-  rq_tdata <= o_out_data(OUT_W_c-1 downto OUT_W_c-DATA_W_c);
-  rq_tkeep <= o_out_data(OUT_W_c-DATA_W_c-1 downto RQ_USER_W_c+1);
-  rq_tuser <= o_out_data(RQ_USER_W_c downto 1);
-  rq_tlast <= o_out_data(0);
+  req_tdata <= o_out_data(OUT_W_c-1 downto OUT_W_c-DATA_W_c);
+  req_tkeep <= o_out_data(OUT_W_c-DATA_W_c-1 downto REQ_SIDE_W_c+1);
+  req_tuser <= o_out_data(REQ_SIDE_W_c downto 1);
+  req_tlast <= o_out_data(0);
 
   ring_rd_pos <= std_logic_vector(r.rd_pos(ring_log2_g-1 downto 0));
   rd_pos      <= r.rd_pos;

@@ -18,6 +18,7 @@ use ieee.numeric_std.all;
 library work;
 use work.engine_spec_pkg.all;
 use work.mprace_dma_pkg.all;
+use work.mprace_pcie_us_pkg.all;
 
 entity mprace_pcie_us_cq_cc is
   generic (

@@ -25,6 +25,7 @@ use ieee.numeric_std.all;
 
 library work;
 use work.mprace_dma_pkg.all;
+use work.mprace_pcie_us_pkg.all;
 
 entity mprace_pcie_us_rc is
   generic (
@@ -44,7 +45,7 @@ entity mprace_pcie_us_rc is
     cpl_sop    : out std_logic;
     cpl_eop    : out std_logic;
     cpl_tag    : out unsigned(7 downto 0);
-    cpl_err    : out std_logic_vector(3 downto 0);   -- descriptor error code, 0: normal
+    cpl_err    : out std_logic_vector(CPL_ERR_W_c-1 downto 0);   -- CPL_OK_c, _FAILED_c, _TIMEOUT_c
     cpl_done   : out std_logic;                      -- last completion of its request
     cpl_bytes  : out unsigned(12 downto 0);          -- bytes of the request still to come
     cpl_dwords : out unsigned(10 downto 0);          -- payload dwords of this completion
@@ -345,7 +346,7 @@ begin
   cpl_sop    <= r.o_sop;
   cpl_eop    <= r.o_eop;
   cpl_tag    <= r.o_hdr.tag;
-  cpl_err    <= r.o_hdr.err;
+  cpl_err    <= rc_cpl_err(r.o_hdr.err);
   cpl_done   <= r.o_hdr.done;
   cpl_bytes  <= r.o_hdr.bytes;
   cpl_dwords <= r.o_hdr.dwords;

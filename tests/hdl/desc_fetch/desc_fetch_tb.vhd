@@ -10,6 +10,7 @@ use ieee.numeric_std.all;
 library work;
 use work.engine_spec_pkg.all;
 use work.mprace_dma_pkg.all;
+use work.mprace_pcie_us_pkg.all;
 
 entity desc_fetch_tb is
   generic (data_w_g : positive := 256; straddle_g : boolean := false; tag_g : natural := 3);
@@ -23,7 +24,7 @@ entity desc_fetch_tb is
     mrrs_dw    : in  std_logic_vector(10 downto 0);
     rq_tdata   : out std_logic_vector(data_w_g-1 downto 0) := (others => '0');
     rq_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0) := (others => '0');
-    rq_tuser   : out std_logic_vector(RQ_USER_W_c-1 downto 0) := (others => '0');
+    rq_tuser   : out std_logic_vector(REQ_SIDE_W_c-1 downto 0) := (others => '0');
     rq_tlast   : out std_logic := '0';
     rq_tvalid  : out std_logic := '0';
     rq_tready  : in  std_logic;
@@ -50,7 +51,7 @@ architecture wrap of desc_fetch_tb is
   signal desc : desc_entry_r;
   signal cpl_valid, cpl_sop, cpl_eop, cpl_done : std_logic;
   signal cpl_tag   : unsigned(7 downto 0);
-  signal cpl_err   : std_logic_vector(3 downto 0);
+  signal cpl_err   : std_logic_vector(CPL_ERR_W_c-1 downto 0);
   signal cpl_data  : std_logic_vector(data_w_g-1 downto 0);
   signal cpl_keep  : std_logic_vector(data_w_g/32-1 downto 0);
 begin
@@ -72,8 +73,8 @@ begin
     generic map (data_w_g => data_w_g, tag_g => tag_g)
     port map (
       clk => clk, rst => rst, ctrl => ctrl, enable => enable, mrrs_dw => unsigned(mrrs_dw),
-      rq_tdata => rq_tdata, rq_tkeep => rq_tkeep, rq_tuser => rq_tuser, rq_tlast => rq_tlast,
-      rq_tvalid => rq_tvalid, rq_tready => rq_tready,
+      req_tdata => rq_tdata, req_tkeep => rq_tkeep, req_tuser => rq_tuser, req_tlast => rq_tlast,
+      req_tvalid => rq_tvalid, req_tready => rq_tready,
       cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
       cpl_err => cpl_err, cpl_done => cpl_done, cpl_data => cpl_data, cpl_keep => cpl_keep,
       desc_valid => desc_valid, desc_ready => desc_ready, desc => desc,

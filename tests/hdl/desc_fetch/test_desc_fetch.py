@@ -24,7 +24,7 @@ from cocotbext.axi import AxiStreamBus, AxiStreamSink
 
 import rtl_build
 from pcie_env import (WIDTHS, RcDriver, env_int, pause_pattern, quiet_logs, rc_completion,
-                       rcb_cut, rq_tlp, width_generics)
+                       rcb_cut, req_tlp, width_generics)
 
 TAG = 3            # the fetcher's tag (generic tag_g of the wrapper)
 MAX_LEN = 1 << 24  # MP_ENGINE_MAX_DESC_LEN
@@ -119,12 +119,12 @@ async def fetch(dut):
     async def completer():
         crng = random.Random(rng.getrandbits(32))
         while True:
-            t = rq_tlp(await rq.recv())
+            t = req_tlp(await rq.recv())
             addr, dwords, tag = t["addr"], t["dwords"], t["tag"]
             n = dwords // 8
             slot = (addr - base) // 32
             state["requests"] += 1
-            if tag != TAG or t["type"] != 0:
+            if tag != TAG or t["write"]:
                 errors.append(f"request at {addr:#x}: tag {tag} or type {t['type']} not a memory read")
             if addr % 32 or not 0 <= slot < size or dwords % 8 or not 1 <= n <= 8:
                 errors.append(f"request at {addr:#x} for {dwords} dwords: not whole descriptors of the ring")

@@ -10,6 +10,7 @@ use ieee.numeric_std.all;
 library work;
 use work.engine_spec_pkg.all;
 use work.mprace_dma_pkg.all;
+use work.mprace_pcie_us_pkg.all;
 
 entity rd_tb is
   generic (data_w_g : positive := 256; straddle_g : boolean := false;
@@ -28,7 +29,7 @@ entity rd_tb is
     discard    : in  std_logic;
     rq_tdata   : out std_logic_vector(data_w_g-1 downto 0) := (others => '0');
     rq_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0) := (others => '0');
-    rq_tuser   : out std_logic_vector(RQ_USER_W_c-1 downto 0) := (others => '0');
+    rq_tuser   : out std_logic_vector(REQ_SIDE_W_c-1 downto 0) := (others => '0');
     rq_tlast   : out std_logic := '0';
     rq_tvalid  : out std_logic := '0';
     rq_tready  : in  std_logic;
@@ -54,7 +55,7 @@ architecture wrap of rd_tb is
   signal link : link_cfg_r;
   signal cpl_valid, cpl_sop, cpl_eop, cpl_done : std_logic;
   signal cpl_tag   : unsigned(7 downto 0);
-  signal cpl_err   : std_logic_vector(3 downto 0);
+  signal cpl_err   : std_logic_vector(CPL_ERR_W_c-1 downto 0);
   signal cpl_bytes : unsigned(12 downto 0);
   signal cpl_data  : std_logic_vector(data_w_g-1 downto 0);
   signal cpl_keep  : std_logic_vector(data_w_g/32-1 downto 0);
@@ -80,8 +81,8 @@ begin
       job_valid => job_valid, job_ready => job_ready, job_addr => job_addr,
       job_len => unsigned(job_len), job_pos => unsigned(job_pos),
       space_base => unsigned(space_base), discard => discard,
-      rq_tdata => rq_tdata, rq_tkeep => rq_tkeep, rq_tuser => rq_tuser, rq_tlast => rq_tlast,
-      rq_tvalid => rq_tvalid, rq_tready => rq_tready,
+      req_tdata => rq_tdata, req_tkeep => rq_tkeep, req_tuser => rq_tuser, req_tlast => rq_tlast,
+      req_tvalid => rq_tvalid, req_tready => rq_tready,
       cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
       cpl_err => cpl_err, cpl_done => cpl_done, cpl_bytes => cpl_bytes, cpl_data => cpl_data,
       cpl_keep => cpl_keep,

@@ -22,7 +22,7 @@ from cocotbext.axi import AxiStreamBus, AxiStreamSink
 
 import rtl_build
 from pcie_env import (WIDTHS, RcDriver, env_int, pause_pattern, quiet_logs, rc_completion,
-                       rcb_cut, rq_tlp, width_generics)
+                       rcb_cut, req_tlp, width_generics)
 
 RING_LOG2 = 12
 RING = 1 << RING_LOG2    # dwords
@@ -99,11 +99,11 @@ async def read(dut):
 
     async def take_requests():
         while True:
-            t = rq_tlp(await rq.recv())
+            t = req_tlp(await rq.recv())
             addr, dwords, tag = t["addr"], t["dwords"], t["tag"]
             st["requests"] += 1
             n = st["requests"]
-            if t["type"] != 0:
+            if t["write"]:
                 errors.append(f"request {n}: not a memory read")
             if not FIRST_TAG <= tag < TAGS or tag in outstanding:
                 errors.append(f"request {n}: tag {tag} not a free data tag")

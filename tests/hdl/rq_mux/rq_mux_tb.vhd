@@ -1,11 +1,13 @@
 -- SPDX-License-Identifier: GPL-2.0
--- rq_mux_tb: mprace_pcie_us_rq_mux with three inputs on separate ports, so that cocotbext-axi
--- sources can drive them (the mux takes its inputs concatenated).
+-- rq_mux_tb: the request path of the Xilinx top: mprace_dma_req_mux with three inputs on separate
+-- ports, so that cocotbext-axi sources can drive them (the mux takes its inputs concatenated),
+-- and the RQ adapter mprace_pcie_us_rq behind it.
 library ieee;
 use ieee.std_logic_1164.all;
 
 library work;
 use work.mprace_dma_pkg.all;
+use work.mprace_pcie_us_pkg.all;
 
 entity rq_mux_tb is
   generic (data_w_g : positive := 256; bulk_g : integer := 0);
@@ -13,7 +15,7 @@ entity rq_mux_tb is
     clk, rst : in std_logic;
     s0_axis_tdata, s1_axis_tdata, s2_axis_tdata : in  std_logic_vector(data_w_g-1 downto 0);
     s0_axis_tkeep, s1_axis_tkeep, s2_axis_tkeep : in  std_logic_vector(data_w_g/32-1 downto 0);
-    s0_axis_tuser, s1_axis_tuser, s2_axis_tuser : in  std_logic_vector(RQ_USER_W_c-1 downto 0);
+    s0_axis_tuser, s1_axis_tuser, s2_axis_tuser : in  std_logic_vector(REQ_SIDE_W_c-1 downto 0);
     s0_axis_tlast, s1_axis_tlast, s2_axis_tlast : in  std_logic;
     s0_axis_tvalid, s1_axis_tvalid, s2_axis_tvalid : in  std_logic;
     s0_axis_tready, s1_axis_tready, s2_axis_tready : out std_logic := '0';
@@ -29,8 +31,12 @@ end entity rq_mux_tb;
 
 architecture wrap of rq_mux_tb is
   signal tready, sent : std_logic_vector(2 downto 0);
+  signal req_tdata : std_logic_vector(data_w_g-1 downto 0);
+  signal req_tkeep : std_logic_vector(data_w_g/32-1 downto 0);
+  signal req_tuser : std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+  signal req_tlast, req_tvalid, req_tready : std_logic;
 begin
-  i_mux : entity work.mprace_pcie_us_rq_mux
+  i_mux : entity work.mprace_dma_req_mux
     generic map (data_w_g => data_w_g, ports_g => 3, bulk_g => bulk_g)
     port map (
       clk => clk, rst => rst,
@@ -40,6 +46,15 @@ begin
       s_tlast  => s2_axis_tlast & s1_axis_tlast & s0_axis_tlast,
       s_tvalid => s2_axis_tvalid & s1_axis_tvalid & s0_axis_tvalid,
       s_tready => tready, s_sent => sent,
+      m_tdata => req_tdata, m_tkeep => req_tkeep, m_tuser => req_tuser, m_tlast => req_tlast,
+      m_tvalid => req_tvalid, m_tready => req_tready);
+
+  i_rq : entity work.mprace_pcie_us_rq
+    generic map (data_w_g => data_w_g)
+    port map (
+      clk => clk, rst => rst,
+      s_tdata => req_tdata, s_tkeep => req_tkeep, s_tuser => req_tuser, s_tlast => req_tlast,
+      s_tvalid => req_tvalid, s_tready => req_tready,
       m_axis_rq_tdata => m_axis_rq_tdata, m_axis_rq_tkeep => m_axis_rq_tkeep,
       m_axis_rq_tuser => m_axis_rq_tuser, m_axis_rq_tlast => m_axis_rq_tlast,
       m_axis_rq_tvalid => m_axis_rq_tvalid, m_axis_rq_tready => m_axis_rq_tready);

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
-"""mprace_pcie_us_rq_mux with cocotbext-axi: three sources send random packets at random times
-while the output stalls at random; each packet must come out whole (no beats of another input
-inside it, tvalid high from first to last beat), unchanged, in order per input, and be reported
-sent. Inputs deliver each packet without gaps, as the engine's request sources do (the mux
+"""The request path of the Xilinx top (mprace_dma_req_mux, then the RQ adapter mprace_pcie_us_rq)
+with cocotbext-axi: three sources send random memory requests (a PCIe TLP header and payload, as
+the engine's requesters do) at random times while the output stalls at random; each packet must
+come out whole (no beats of another input inside it, tvalid high from first to last beat), with
+its header turned into the RQ descriptor of the same request (PG156) and the payload unchanged,
+in order per input, and be reported sent. Inputs deliver each packet without gaps, as the engine's request sources do (the mux
 passes gaps through: the core forbids them, so the sources must not make any). Input 0 is the
 bulk input (bulk_g, the engine's C2H writes): no packet of it may start while a packet of
 another input waits."""
@@ -82,25 +84,39 @@ async def random_packets(dut):
     expected = [[] for _ in range(PORTS)]
     lanes = len(dut.m_axis_rq_tkeep)
 
-    def core_user(user, n):
-        """The sideband the core gets for a packet of n dwords with internal sideband `user`:
-        the same at 256 bits; at 512 UltraScale+'s layout (PG213) in the first and last beat."""
+    def core_user(be, n):
+        """The sideband the core gets for a packet of n dwords whose TLP has byte enables `be`
+        (last << 4 | first): at 256 bits the byte enables on every beat; at 512 UltraScale+'s
+        layout (PG213) in the first and last beat."""
         if lanes == 8:
-            return user, user
-        first = (user & 0xF) | ((user >> 4) & 0xF) << 8 | 1 << 20
+            return be, be
+        first = (be & 0xF) | (be >> 4) << 8 | 1 << 20
         last = 1 << 26 | ((n - 1) % lanes) << 28
         if n <= lanes:
             return first | last, first | last
         return first, last
 
+    def request(prng, p, k):
+        """A memory request of input p (in its tag) as the engine's stream carries it, and the
+        same request as the core must receive it."""
+        payload = [prng.getrandbits(32) for _ in range(prng.randint(0, lanes * prng.choice([1, 1, 4]) - 4))]
+        dwords = len(payload) or prng.choice([1, 2, 64, 512, 1024])
+        addr = prng.getrandbits(prng.choice([30, 62])) << 2
+        tag = p << 5 | k & 31
+        be = 0xF | (0xF0 if dwords > 1 else 0)
+        four = addr >> 32 != 0
+        fmt = (2 if payload else 0) | four
+        hdr = [fmt << 29 | dwords & 0x3FF, tag << 8 | be]
+        hdr += [addr >> 32, addr & 0xFFFFFFFF] if four else [addr & 0xFFFFFFFF, 0]
+        desc = [addr & 0xFFFFFFFF, addr >> 32, dwords | (1 if payload else 0) << 11, tag]
+        return hdr + payload, desc + payload, core_user(be, 4 + len(payload))
+
     async def feed(p):
         prng = random.Random(rng.getrandbits(32))
         for k in range(count):
-            words = [prng.getrandbits(32) for _ in range(prng.randint(1, lanes * prng.choice([1, 1, 4])))]
-            words[0] = (words[0] & 0x0FFFFFFF) | p << 28       # which input, also at 512 bits
-            user = (p << 8) | (k & 0xFF)
-            expected[p].append((words, core_user(user, len(words))))
-            await sources[p].send(AxiStreamFrame(words, tuser=user))
+            words, want, users = request(prng, p, k)
+            expected[p].append((want, users))
+            await sources[p].send(AxiStreamFrame(words, tuser=0))
             if busy and prng.random() < busy:
                 await sources[p].wait()
                 await Timer(4 * prng.randint(1, 20), "ns")
@@ -110,7 +126,7 @@ async def random_packets(dut):
     for _ in range(PORTS * count):
         frame = await sink.recv()
         users = frame.tuser if isinstance(frame.tuser, list) else [frame.tuser]
-        p = frame.tdata[0] >> 28
+        p = (frame.tdata[3] & 0xFF) >> 5            # the tag, in the RQ descriptor
         received[p].append((list(frame.tdata), (users[0], users[-1])))
     await Timer(100, "ns")
     for p in range(PORTS):

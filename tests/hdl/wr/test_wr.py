@@ -21,19 +21,19 @@ from cocotb.triggers import RisingEdge, Timer, with_timeout
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
 import rtl_build
-from pcie_env import PacketMonitor, env_int, pause_pattern, quiet_logs, rq_tlp
+from pcie_env import PacketMonitor, env_int, pause_pattern, quiet_logs, req_tlp
 
 DONE, ERROR, EOP = 1, 2, 4
 ABORTED = 7
 
 
-RQU_SOP_HI, RQU_EOP_MID, RQU_EOP_PTR = 60, 61, 62   # mprace_dma_pkg: the straddle sideband
+REQ_SOP_HI, REQ_EOP_MID, REQ_EOP_PTR = 0, 1, 2   # mprace_dma_pkg: the request stream's side bits
 
 
 class TlpSplitter:
     """The request stream as TLPs. A packet (frame up to tlast) holds one TLP, or with straddling
     several back to back: the dwords with tkeep set are the TLPs one after the other, each its
-    4-dword descriptor and the payload its dword count says."""
+    4-dword header slot and the payload its Length field says (0: 1024 dwords)."""
 
     def __init__(self, sink):
         self.sink = sink
@@ -46,21 +46,21 @@ class TlpSplitter:
             words = list(frame.tdata)
             ends = []
             while words:
-                size = 4 + (words[2] & 0x7FF)
+                size = 4 + ((words[0] & 0x3FF) or 1024)
                 self.tlps.append(AxiStreamFrame(words[:size]))
                 words = words[size:]
                 ends.append(size)
             self.merged += len(ends) > 1
-            # the sideband (mprace_dma_pkg RQU_*) marks the beats in which a TLP starts in lane
+            # the side bits (mprace_dma_pkg REQ_*) mark the beats in which a TLP starts in lane
             # 8: that beat is the last `ptr`+1 dwords of the TLP before and the first 8 of the
             # new one (cocotbext-axi keeps one tuser per dword with tkeep set)
             users = frame.tuser if isinstance(frame.tuser, list) else [frame.tuser] * len(frame.tdata)
-            flag = [u >> RQU_SOP_HI & 1 for u in users]
-            assert flag == [u >> RQU_EOP_MID & 1 for u in users], "straddle bits apart"
+            flag = [u >> REQ_SOP_HI & 1 for u in users]
+            assert flag == [u >> REQ_EOP_MID & 1 for u in users], "straddle bits apart"
             want, at = [0] * len(users), 0
             for size in ends[:-1]:
                 at += size
-                ptr = users[at] >> RQU_EOP_PTR & 0xF
+                ptr = users[at] >> REQ_EOP_PTR & 0xF
                 assert flag[at] and ptr < 8, f"TLP at dword {at} of a packet not marked as straddling"
                 want[at - ptr - 1:at + 8] = [1] * (ptr + 9)
             assert flag == want, f"straddle marks {flag}, want {want}"
@@ -213,8 +213,8 @@ async def write(dut):
         e = expected[k]
         got = []
         while len(got) < len(e["data"]):
-            t = rq_tlp(await with_timeout(rq.recv(), 200, "us"))
-            assert t["type"] == 1, f"descriptor {k}: TLP type {t['type']}, want a memory write"
+            t = req_tlp(await with_timeout(rq.recv(), 200, "us"))
+            assert t["write"], f"descriptor {k}: a memory read, want a memory write"
             assert len(t["data"]) == t["dwords"], f"descriptor {k}: {len(t['data'])} payload dwords, header says {t['dwords']}"
             assert t["dwords"] <= mps_dw, f"descriptor {k}: a TLP of {t['dwords']} dwords exceeds MPS ({mps_dw})"
             mps_b = 4 * mps_dw
@@ -225,13 +225,13 @@ async def write(dut):
         assert got == e["data"], f"descriptor {k}: data differs from the stream"
         if e["rec_addr"] is not None:
             try:
-                t = rq_tlp(await with_timeout(rq.recv(), 200, "us"))
+                t = req_tlp(await with_timeout(rq.recv(), 200, "us"))
             except Exception:
                 raise AssertionError(f"descriptor {k} of {len(expected)}: no record within 200 us; "
                                      f"{len(reports)} reports, the last {reports[-2:]}; idle {dut.idle.value}, "
                                      f"job_valid {dut.job_valid.value}, submitted {sub.done()}")
             status = DONE | (EOP if e["eop"] else 0) | ((ERROR | (e["code"] << 8)) if e["code"] else 0)
-            assert t["type"] == 1 and t["addr"] == e["rec_addr"] and t["data"] == [e["bytes"], status], \
+            assert t["write"] and t["addr"] == e["rec_addr"] and t["data"] == [e["bytes"], status], \
                 f"descriptor {k}: record {t}, want {[e['bytes'], status]} at {e['rec_addr']:#x}"
         k += 1
     for _ in range(200):

@@ -10,6 +10,7 @@ use ieee.numeric_std.all;
 library work;
 use work.engine_spec_pkg.all;
 use work.mprace_dma_pkg.all;
+use work.mprace_pcie_us_pkg.all;
 
 entity wr_tb is
   generic (data_w_g : positive := 256; straddle_g : boolean := false;
@@ -35,7 +36,7 @@ entity wr_tb is
     abort_code   : in  std_logic_vector(7 downto 0);
     rq_tdata     : out std_logic_vector(data_w_g-1 downto 0) := (others => '0');
     rq_tkeep     : out std_logic_vector(data_w_g/32-1 downto 0) := (others => '0');
-    rq_tuser     : out std_logic_vector(RQ_USER_W_c-1 downto 0) := (others => '0');
+    rq_tuser     : out std_logic_vector(REQ_SIDE_W_c-1 downto 0) := (others => '0');
     rq_tlast     : out std_logic := '0';
     rq_tvalid    : out std_logic := '0';
     rq_tready    : in  std_logic;
@@ -91,8 +92,8 @@ begin
       ring_rd_pos => ring_rd_pos, ring_rd_data => ring_rd_data,
       rd_pos => rd_pos, wr_commit => wr_commit, eop_valid => eop_valid, eop_pos => eop_pos,
       eop_pop => eop_pop,
-      rq_tdata => rq_tdata, rq_tkeep => rq_tkeep, rq_tuser => rq_tuser, rq_tlast => tlast,
-      rq_tvalid => tvalid, rq_tready => rq_tready, rq_sent => sent,
+      req_tdata => rq_tdata, req_tkeep => rq_tkeep, req_tuser => rq_tuser, req_tlast => tlast,
+      req_tvalid => tvalid, req_tready => rq_tready, req_sent => sent,
       ev_valid => ev_valid, ev_code => ev_code, ev_bytes => evb, ev_irq => ev_irq,
       ev_stop => ev_stop, waiting => open, progress => open, idle => idle);
   ev_bytes <= std_logic_vector(evb);

@@ -1,22 +1,15 @@
 -- SPDX-License-Identifier: GPL-2.0
--- mprace_pcie_us_rq_mux: merges the engine's request streams onto the core's requester request
--- interface (m_axis_rq_*). Inputs are complete RQ packets (descriptor + payload, DWORD-aligned
--- mode); the mux grants them round-robin and switches only at packet boundaries. Input
+-- mprace_dma_req_mux: merges the engine's request streams (mprace_dma_pkg: PCIe TLP headers and
+-- payload, vendor-neutral) into the one stream the vendor adapter puts on the block's requester
+-- interface. It grants the inputs round-robin and switches only at packet boundaries. Input
 -- bulk_g (the C2H writes) is granted only when no other input offers a packet: the others are
 -- one-beat read requests and records, bounded by what the engine has outstanding, and a packet
--- of bulk writes may hold two TLPs when they straddle; so reads keep their share of RQ. The core wants
--- every TLP in consecutive beats (tvalid high from first to last beat); the mux keeps a packet
--- together and adds no gaps, so each input must deliver its packets without gaps, as all the
--- engine's request sources do.
--- `s_sent(p)` pulses when the last beat of a packet of input p has been taken by the core: the
+-- of bulk writes may hold two TLPs when they share a beat; so reads keep their share of the
+-- link. Blocks want every TLP in consecutive beats; the mux keeps a packet together and adds no
+-- gaps, so each input must deliver its packets without gaps, as all the engine's request
+-- sources do. Data, keep and side bits pass unchanged.
+-- `s_sent(p)` pulses when the last beat of a packet of input p has been taken (m_tready): the
 -- engine increments HEAD only after the completion record has left in this way.
--- The inputs carry the engine's sideband (mprace_dma_pkg: the 256-bit interface's layout, first/
--- last byte enables in 7:0, and the straddle fields); the output at 256 bits is its low 60 bits,
--- at 512 bits UltraScale+'s layout (PG213): first/last byte enables of the TLP starting in the
--- beat in 3:0 and 11:8, is_sop(0) with is_sop0_ptr (lane 0, or lane 8 when it straddles), and
--- one or two TLP ends (is_eop, with each one's last lane in is_eop0_ptr / is_eop1_ptr). A beat
--- in which one TLP ends and the next starts belongs to one input's packet, so the mux still
--- switches inputs at tlast only.
 -- Spec: docs/dma-engine.md (section 2: record after the data; section 4 step 5).
 library ieee;
 use ieee.std_logic_1164.all;
@@ -25,7 +18,7 @@ use ieee.numeric_std.all;
 library work;
 use work.mprace_dma_pkg.all;
 
-entity mprace_pcie_us_rq_mux is
+entity mprace_dma_req_mux is
   generic (
     data_w_g : positive := 256;   -- datapath: 256 or 512 bits
     ports_g  : positive := 5;
@@ -36,22 +29,22 @@ entity mprace_pcie_us_rq_mux is
     rst            : in  std_logic;
     s_tdata        : in  std_logic_vector(ports_g*data_w_g-1 downto 0);
     s_tkeep        : in  std_logic_vector(ports_g*data_w_g/32-1 downto 0);
-    s_tuser        : in  std_logic_vector(ports_g*RQ_USER_W_c-1 downto 0);
+    s_tuser        : in  std_logic_vector(ports_g*REQ_SIDE_W_c-1 downto 0);
     s_tlast        : in  std_logic_vector(ports_g-1 downto 0);
     s_tvalid       : in  std_logic_vector(ports_g-1 downto 0);
     s_tready       : out std_logic_vector(ports_g-1 downto 0);
     s_sent         : out std_logic_vector(ports_g-1 downto 0);
-    m_axis_rq_tdata  : out std_logic_vector(data_w_g-1 downto 0);
-    m_axis_rq_tkeep  : out std_logic_vector(data_w_g/32-1 downto 0);
-    m_axis_rq_tuser  : out std_logic_vector(rq_user_w(data_w_g)-1 downto 0);
-    m_axis_rq_tlast  : out std_logic;
-    m_axis_rq_tvalid : out std_logic;
-    m_axis_rq_tready : in  std_logic
+    m_tdata        : out std_logic_vector(data_w_g-1 downto 0);
+    m_tkeep        : out std_logic_vector(data_w_g/32-1 downto 0);
+    m_tuser        : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+    m_tlast        : out std_logic;
+    m_tvalid       : out std_logic;
+    m_tready       : in  std_logic
   );
-end entity mprace_pcie_us_rq_mux;
+end entity mprace_dma_req_mux;
 
-architecture rtl of mprace_pcie_us_rq_mux is
-  constant datapath_ok_c : boolean := datapath_ok("mprace_pcie_us_rq_mux", data_w_g);
+architecture rtl of mprace_dma_req_mux is
+  constant datapath_ok_c : boolean := datapath_ok("mprace_dma_req_mux", data_w_g);
 
   constant DATA_W_c : natural := data_w_g;
   constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
@@ -66,22 +59,19 @@ architecture rtl of mprace_pcie_us_rq_mux is
     return 0;
   end function;
   constant BULK_c : natural := bulk_port;
-  constant ENT_W_c : natural := DATA_W_c + LANES_c + RQ_USER_W_c + 1 + SEL_W_c;
+  constant ENT_W_c : natural := DATA_W_c + LANES_c + REQ_SIDE_W_c + 1 + SEL_W_c;
 
   type two_process_r is record
     locked : std_logic;                     -- inside a packet of port `sel`
     sel    : natural range 0 to ports_g-1;
     last   : natural range 0 to ports_g-1;  -- port granted most recently (round-robin)
     sent   : std_logic_vector(ports_g-1 downto 0);
-    o_mid  : std_logic;                     -- the output is inside a packet (not at its start)
   end record;
   constant R_INIT_c : two_process_r := (locked => '0', sel => 0, last => ports_g-1,
-                                        sent => (others => '0'), o_mid => '0');
+                                        sent => (others => '0'));
 
   signal r, r_next   : two_process_r := R_INIT_c;
   signal f_in_valid  : std_logic;
-  signal o_user      : std_logic_vector(RQ_USER_W_c-1 downto 0);
-  signal o_keep      : std_logic_vector(LANES_c-1 downto 0);
   signal f_in_ready  : std_logic;
   signal f_in_data   : std_logic_vector(ENT_W_c-1 downto 0);
   signal f_out_valid : std_logic;
@@ -133,11 +123,8 @@ begin
       v.locked := not s_tlast(grant);
     end if;
     -- report packets the core has taken
-    if f_out_valid = '1' and m_axis_rq_tready = '1' and f_out_data(SEL_W_c) = '1' then
+    if f_out_valid = '1' and m_tready = '1' and f_out_data(SEL_W_c) = '1' then
       v.sent(to_integer(unsigned(f_out_data(SEL_W_c-1 downto 0)))) := '1';
-    end if;
-    if f_out_valid = '1' and m_axis_rq_tready = '1' then
-      v.o_mid := not f_out_data(SEL_W_c);
     end if;
     r_next <= v;
   end process;
@@ -160,7 +147,7 @@ begin
       if grant = k then
         d := s_tdata(k*DATA_W_c+DATA_W_c-1 downto k*DATA_W_c) &
              s_tkeep(k*LANES_c+LANES_c-1 downto k*LANES_c) &
-             s_tuser(k*RQ_USER_W_c+RQ_USER_W_c-1 downto k*RQ_USER_W_c) &
+             s_tuser(k*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto k*REQ_SIDE_W_c) &
              s_tlast(k) & std_logic_vector(to_unsigned(k, SEL_W_c));
       end if;
     end loop;
@@ -172,57 +159,14 @@ begin
     port map (
       clk => clk, rst => rst, flush => '0',
       in_valid => f_in_valid, in_ready => f_in_ready, in_data => f_in_data,
-      out_valid => f_out_valid, out_ready => m_axis_rq_tready, out_data => f_out_data,
+      out_valid => f_out_valid, out_ready => m_tready, out_data => f_out_data,
       level => open);
 
-  m_axis_rq_tdata  <= f_out_data(ENT_W_c-1 downto ENT_W_c-DATA_W_c);
-  m_axis_rq_tkeep  <= f_out_data(ENT_W_c-DATA_W_c-1 downto ENT_W_c-DATA_W_c-LANES_c);
-  o_user <= f_out_data(RQ_USER_W_c+SEL_W_c downto SEL_W_c+1);
-  o_keep <= f_out_data(ENT_W_c-DATA_W_c-1 downto ENT_W_c-DATA_W_c-LANES_c);
-
-  g_user_us : if data_w_g /= 512 generate
-    m_axis_rq_tuser <= o_user(59 downto 0);
-  end generate;
-
-  g_user_usp : if data_w_g = 512 generate
-    p_user : process(all)
-      variable u : std_logic_vector(rq_user_w(data_w_g)-1 downto 0);
-      variable n : natural range 0 to LANES_c;
-    begin
-      u := (others => '0');
-      if r.o_mid = '0' then
-        u(3 downto 0)  := o_user(3 downto 0);             -- first_be of the first TLP
-        u(11 downto 8) := o_user(7 downto 4);             -- last_be of the first TLP
-        u(20) := '1';                                     -- is_sop(0), starting in lane 0
-      end if;
-      if o_user(RQU_SOP_HI_c) = '1' then
-        u(3 downto 0)  := o_user(3 downto 0);
-        u(11 downto 8) := o_user(7 downto 4);
-        u(20) := '1';
-        u(23 downto 22) := "10";                          -- is_sop0_ptr: lane 8
-      end if;
-      n := 0;
-      for l in 0 to LANES_c-1 loop                        -- the last lane with data
-        if o_keep(l) = '1' then
-          n := l + 1;
-        end if;
-      end loop;
-      if o_user(RQU_EOP_MID_c) = '1' then
-        u(26) := '1';                                     -- is_eop(0): the TLP before
-        u(31 downto 28) := o_user(RQU_EOP_PTR_c+3 downto RQU_EOP_PTR_c);
-        if f_out_data(SEL_W_c) = '1' and n /= 0 then
-          u(27) := '1';                                   -- is_eop(1): the one that started
-          u(35 downto 32) := std_logic_vector(to_unsigned(n - 1, 4));
-        end if;
-      elsif f_out_data(SEL_W_c) = '1' and n /= 0 then
-        u(26) := '1';                                     -- is_eop(0)
-        u(31 downto 28) := std_logic_vector(to_unsigned(n - 1, 4));   -- its last dword
-      end if;
-      m_axis_rq_tuser <= u;
-    end process;
-  end generate;
-  m_axis_rq_tlast  <= f_out_data(SEL_W_c);
-  m_axis_rq_tvalid <= f_out_valid;
+  m_tdata  <= f_out_data(ENT_W_c-1 downto ENT_W_c-DATA_W_c);
+  m_tkeep  <= f_out_data(ENT_W_c-DATA_W_c-1 downto ENT_W_c-DATA_W_c-LANES_c);
+  m_tuser  <= f_out_data(REQ_SIDE_W_c+SEL_W_c downto SEL_W_c+1);
+  m_tlast  <= f_out_data(SEL_W_c);
+  m_tvalid <= f_out_valid;
   s_sent           <= r.sent;
 
   p_seq : process(clk)
@@ -233,7 +177,6 @@ begin
         r.locked <= '0';
         r.last   <= ports_g-1;
         r.sent   <= (others => '0');
-        r.o_mid  <= '0';
       end if;
     end if;
   end process;
