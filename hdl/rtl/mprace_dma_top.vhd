@@ -1,9 +1,9 @@
 -- SPDX-License-Identifier: GPL-2.0
--- mprace_dma_top: the MPRACE scatter-gather DMA engine, attached to the AXI4-Stream interfaces of
--- the Xilinx PCIe blocks (DWORD-aligned, client tags, 250 MHz): data_w_g = 256 for
--- the 7-series Gen3 / UltraScale block (PG023 / PG156, Gen3 x8), 512 for the UltraScale+ block
--- (PG213, Gen3 x16 / Gen4 x8). The width sets the ports' widths, the sideband layouts (tuser
--- widths from mprace_dma_pkg) and CAPS.DATAPATH_BYTES; at 512 bits RQ and RC straddle (two
+-- mprace_dma_top: the MPRACE scatter-gather DMA engine (mprace_dma_core) attached to the
+-- AXI4-Stream interfaces of the Xilinx PCIe blocks (DWORD-aligned, client tags, 250 MHz) by the
+-- Xilinx adapters: data_w_g = 256 for the 7-series Gen3 / UltraScale block (PG023 / PG156, Gen3
+-- x8), 512 for the UltraScale+ block (PG213, Gen3 x16 / Gen4 x8). The width sets the ports'
+-- widths, the sideband layouts (tuser widths from mprace_pcie_us_pkg) and CAPS.DATAPATH_BYTES; at 512 bits RQ and RC straddle (two
 -- TLPs per beat, rq_straddle_g / rc_straddle_g), at 256 nothing does. All ports are flat
 -- std_logic(_vector)s; the core's interfaces keep Xilinx's names.
 --   BAR0 registers  : s_axis_cq_* / m_axis_cc_*         (mprace_pcie_us_cq_cc, mprace_dma_regs)
@@ -115,25 +115,6 @@ architecture rtl of mprace_dma_top is
   constant DATA_W_c : natural := data_w_g;
   constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
 
-  -- the fetchers' share of the core's completion buffer: one fetch each of up to
-  -- FETCH_MAX_DESC_c descriptors (32-byte aligned, so at most one extra completion)
-  constant FETCH_HDR_c  : natural := FETCH_MAX_DESC_c * DESC_SIZE_c / 64 + 1;
-  constant FETCH_DATA_c : natural := FETCH_MAX_DESC_c * DESC_SIZE_c / 16 + 2 * FETCH_HDR_c;
-  constant RD_HDR_c     : natural := cpl_hdr_g - 2 * FETCH_HDR_c;
-  constant RD_DATA_c    : natural := cpl_data_g - 2 * FETCH_DATA_c;
-
-  constant SRC_USER_c : std_logic_vector(1 downto 0) := "00";
-  constant SRC_GEN_c  : std_logic_vector(1 downto 0) := "01";
-  constant SRC_LOOP_c : std_logic_vector(1 downto 0) := "10";
-
-  -- RQ mux inputs
-  constant P_C2H_WR_c : natural := 0;
-  constant P_H2C_RD_c : natural := 1;
-  constant P_H2C_WB_c : natural := 2;
-  constant P_C2H_DF_c : natural := 3;
-  constant P_H2C_DF_c : natural := 4;
-  constant PORTS_c    : natural := 5;
-
   signal rst            : std_logic;
 
   signal reg_wr, reg_rd, reg_rvalid : std_logic;
@@ -141,112 +122,27 @@ architecture rtl of mprace_dma_top is
   signal reg_wdata      : std_logic_vector(31 downto 0);
   signal reg_rdata      : std_logic_vector(31 downto 0);
 
-  signal chan_ctrl      : chan_ctrl_arr_t;
-  signal chan_stat      : chan_stat_arr_t;
-  signal link           : link_cfg_r;
   signal cfg_mps        : std_logic_vector(2 downto 0);
-  signal mps_code       : std_logic_vector(2 downto 0);
-  signal mrrs_code      : std_logic_vector(2 downto 0);
   signal msi_vectors    : std_logic_vector(3 downto 0);
   signal irq_status     : std_logic_vector(2 downto 0);
   signal irq_enable     : std_logic_vector(2 downto 0);
 
-  signal soft_reset     : std_logic;
-  signal c2h_source     : std_logic_vector(1 downto 0);
-  signal h2c_sink       : std_logic_vector(1 downto 0);
-  signal c2h_src_chg    : std_logic;
-  signal pg_seed        : std_logic_vector(31 downto 0);
-  signal pg_seed_wr     : std_logic;
-  signal pg_rate        : std_logic_vector(31 downto 0);
-  signal ck_seed        : std_logic_vector(31 downto 0);
-  signal ck_seed_wr     : std_logic;
-  signal ck_errors      : std_logic_vector(31 downto 0);
-  signal ck_words       : std_logic_vector(31 downto 0);
-  signal data_flush     : std_logic;
-
-  signal us_count       : natural range 0 to clk_mhz_g-1 := 0;
-  signal us_tick        : std_logic := '0';
-
-  -- completions
+  -- completions from the RC adapter, requests to the RQ adapter
   signal cpl_valid, cpl_sop, cpl_eop, cpl_done : std_logic;
   signal cpl_tag        : unsigned(7 downto 0);
   signal cpl_err        : std_logic_vector(CPL_ERR_W_c-1 downto 0);
   signal cpl_bytes      : unsigned(12 downto 0);
-  signal cpl_dwords     : unsigned(10 downto 0);
   signal cpl_data       : std_logic_vector(DATA_W_c-1 downto 0);
   signal cpl_keep       : std_logic_vector(LANES_c-1 downto 0);
-
-  -- request streams into the RQ mux
-  signal q_tdata        : std_logic_vector(PORTS_c*DATA_W_c-1 downto 0);
-  signal q_tkeep        : std_logic_vector(PORTS_c*LANES_c-1 downto 0);
-  signal q_tuser        : std_logic_vector(PORTS_c*REQ_SIDE_W_c-1 downto 0);
   signal req_tdata      : std_logic_vector(DATA_W_c-1 downto 0);
   signal req_tkeep      : std_logic_vector(LANES_c-1 downto 0);
   signal req_tuser      : std_logic_vector(REQ_SIDE_W_c-1 downto 0);
   signal req_tlast, req_tvalid, req_tready : std_logic;
-  signal q_tlast        : std_logic_vector(PORTS_c-1 downto 0);
-  signal q_tvalid       : std_logic_vector(PORTS_c-1 downto 0);
-  signal q_tready       : std_logic_vector(PORTS_c-1 downto 0);
-  signal q_sent         : std_logic_vector(PORTS_c-1 downto 0);
-
-  -- data streams (dword lanes)
-  signal c2h_tdata      : std_logic_vector(DATA_W_c-1 downto 0);
-  signal c2h_tkeep      : std_logic_vector(LANES_c-1 downto 0);
-  signal c2h_tlast      : std_logic;
-  signal c2h_tvalid     : std_logic;
-  signal c2h_tready     : std_logic;
-  signal h2c_tdata      : std_logic_vector(DATA_W_c-1 downto 0);
-  signal h2c_tkeep      : std_logic_vector(LANES_c-1 downto 0);
-  signal h2c_tlast      : std_logic;
-  signal h2c_tvalid     : std_logic;
-  signal h2c_tready     : std_logic;
-  signal gen_tdata      : std_logic_vector(DATA_W_c-1 downto 0);
-  signal gen_tvalid     : std_logic;
-  signal gen_tready     : std_logic;
-  signal chk_tvalid     : std_logic;
-  signal chk_tready     : std_logic;
-  signal user_keep      : std_logic_vector(LANES_c-1 downto 0);
 
 begin
 
-  assert 2**SLOT_W_c = RING_MAX_ENTRIES_c and DESC_RESULT_STATUS_c = DESC_RESULT_BYTES_c + 4
-    report "mprace_dma_top: engine_spec_pkg does not match the layout this engine implements"
-    severity failure;
-  assert 2**c2h_ring_log2_g >= 2 * MAX_MPS_c / 4
-    report "mprace_dma_top: the C2H ring must hold two TLPs of the largest MPS (c2h_ring_log2_g >= 9)"
-    severity failure;
-  assert 2**h2c_ring_log2_g >= 2 * MAX_MRRS_c / 4
-    report "mprace_dma_top: the H2C ring must hold two reads of the largest MRRS (h2c_ring_log2_g >= 10)"
-    severity failure;
-  assert RD_HDR_c >= MAX_MRRS_c / 64 + 1 and RD_HDR_c < 128 and RD_DATA_c < 1024 and
-         RD_DATA_c >= MAX_MRRS_c / 16 + 2 * (MAX_MRRS_c / 64 + 1)
-    report "mprace_dma_top: cpl_hdr_g/cpl_data_g leave no room for one read of the largest MRRS"
-    severity failure;
-
   rst <= user_reset;
-
-  -- link settings in use: what the core was configured with, within the engine's limits
-  cfg_mps   <= std_logic_vector(resize(unsigned(cfg_max_payload), 3));
-  mps_code  <= cfg_mps when unsigned(cfg_mps) <= log2ceil(MAX_MPS_c / 128)
-               else std_logic_vector(to_unsigned(log2ceil(MAX_MPS_c / 128), 3));
-  mrrs_code <= cfg_max_read_req when unsigned(cfg_max_read_req) <= log2ceil(MAX_MRRS_c / 128)
-               else std_logic_vector(to_unsigned(log2ceil(MAX_MRRS_c / 128), 3));
-  link.mps_dw  <= shift_left(to_unsigned(32, 11), to_integer(unsigned(mps_code)));
-  link.mrrs_dw <= shift_left(to_unsigned(32, 11), to_integer(unsigned(mrrs_code)));
-  link.rcb128  <= cfg_rcb_status(0);
-
-  p_tick : process(user_clk)
-  begin
-    if rising_edge(user_clk) then
-      us_tick <= '0';
-      if us_count = clk_mhz_g - 1 then
-        us_count <= 0;
-        us_tick  <= '1';
-      else
-        us_count <= us_count + 1;
-      end if;
-    end if;
-  end process;
+  cfg_mps <= std_logic_vector(resize(unsigned(cfg_max_payload), 3));
 
   ------------------------------------------------------------------ BAR0
   i_cq_cc : entity work.mprace_pcie_us_cq_cc
@@ -262,20 +158,6 @@ begin
       reg_wr => reg_wr, reg_rd => reg_rd, reg_addr => reg_addr, reg_wdata => reg_wdata,
       reg_rdata => reg_rdata, reg_rvalid => reg_rvalid);
   pcie_cq_np_req <= '1';
-
-  i_regs : entity work.mprace_dma_regs
-    generic map (data_w_g => data_w_g, clk_mhz_g => clk_mhz_g)
-    port map (
-      clk => user_clk, rst => rst,
-      reg_wr => reg_wr, reg_rd => reg_rd, reg_addr => reg_addr, reg_wdata => reg_wdata,
-      reg_rdata => reg_rdata, reg_rvalid => reg_rvalid,
-      caps_mps => mps_code, caps_mrrs => mrrs_code, caps_msi_vectors => msi_vectors,
-      chan_ctrl => chan_ctrl, chan_stat => chan_stat,
-      irq_status => irq_status, irq_enable => irq_enable,
-      soft_reset => soft_reset, c2h_source => c2h_source, h2c_sink => h2c_sink,
-      c2h_src_chg => c2h_src_chg, patgen_seed => pg_seed, patgen_seed_wr => pg_seed_wr,
-      patgen_rate => pg_rate, check_seed => ck_seed, check_seed_wr => ck_seed_wr,
-      check_errors => ck_errors, check_words => ck_words);
 
   i_irq : entity work.mprace_dma_irq
     port map (
@@ -309,67 +191,7 @@ begin
       s_axis_rc_tvalid => s_axis_rc_tvalid, s_axis_rc_tready => s_axis_rc_tready,
       cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
       cpl_err => cpl_err, cpl_done => cpl_done, cpl_bytes => cpl_bytes,
-      cpl_dwords => cpl_dwords, cpl_data => cpl_data, cpl_keep => cpl_keep);
-
-  -- the C2H source or the generator's seed changed: drop what the old source left in the ring
-  data_flush <= c2h_src_chg or (pg_seed_wr and (c2h_source ?= SRC_GEN_c));
-
-  i_c2h : entity work.mprace_dma_c2h
-    generic map (data_w_g => data_w_g, straddle_g => rq_straddle_g and data_w_g = 512,
-                 ring_log2_g => c2h_ring_log2_g)
-    port map (
-      clk => user_clk, rst => rst, ctrl => chan_ctrl(CH_C2H_c), stat => chan_stat(CH_C2H_c),
-      link => link, us_tick => us_tick, data_flush => data_flush,
-      s_tdata => c2h_tdata, s_tkeep => c2h_tkeep, s_tlast => c2h_tlast,
-      s_tvalid => c2h_tvalid, s_tready => c2h_tready,
-      wr_tdata  => q_tdata(P_C2H_WR_c*DATA_W_c+DATA_W_c-1 downto P_C2H_WR_c*DATA_W_c),
-      wr_tkeep  => q_tkeep(P_C2H_WR_c*LANES_c+LANES_c-1 downto P_C2H_WR_c*LANES_c),
-      wr_tuser  => q_tuser(P_C2H_WR_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_C2H_WR_c*REQ_SIDE_W_c),
-      wr_tlast  => q_tlast(P_C2H_WR_c), wr_tvalid => q_tvalid(P_C2H_WR_c),
-      wr_tready => q_tready(P_C2H_WR_c), wr_sent => q_sent(P_C2H_WR_c),
-      df_tdata  => q_tdata(P_C2H_DF_c*DATA_W_c+DATA_W_c-1 downto P_C2H_DF_c*DATA_W_c),
-      df_tkeep  => q_tkeep(P_C2H_DF_c*LANES_c+LANES_c-1 downto P_C2H_DF_c*LANES_c),
-      df_tuser  => q_tuser(P_C2H_DF_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_C2H_DF_c*REQ_SIDE_W_c),
-      df_tlast  => q_tlast(P_C2H_DF_c), df_tvalid => q_tvalid(P_C2H_DF_c),
-      df_tready => q_tready(P_C2H_DF_c),
-      cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
-      cpl_err => cpl_err, cpl_done => cpl_done, cpl_data => cpl_data, cpl_keep => cpl_keep);
-
-  i_h2c : entity work.mprace_dma_h2c
-    generic map (data_w_g => data_w_g, ring_log2_g => h2c_ring_log2_g, hdr_budget_g => RD_HDR_c,
-                 data_budget_g => RD_DATA_c)
-    port map (
-      clk => user_clk, rst => rst, ctrl => chan_ctrl(CH_H2C_c), stat => chan_stat(CH_H2C_c),
-      link => link, us_tick => us_tick,
-      m_tdata => h2c_tdata, m_tkeep => h2c_tkeep, m_tlast => h2c_tlast,
-      m_tvalid => h2c_tvalid, m_tready => h2c_tready,
-      rd_tdata  => q_tdata(P_H2C_RD_c*DATA_W_c+DATA_W_c-1 downto P_H2C_RD_c*DATA_W_c),
-      rd_tkeep  => q_tkeep(P_H2C_RD_c*LANES_c+LANES_c-1 downto P_H2C_RD_c*LANES_c),
-      rd_tuser  => q_tuser(P_H2C_RD_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_H2C_RD_c*REQ_SIDE_W_c),
-      rd_tlast  => q_tlast(P_H2C_RD_c), rd_tvalid => q_tvalid(P_H2C_RD_c),
-      rd_tready => q_tready(P_H2C_RD_c),
-      wb_tdata  => q_tdata(P_H2C_WB_c*DATA_W_c+DATA_W_c-1 downto P_H2C_WB_c*DATA_W_c),
-      wb_tkeep  => q_tkeep(P_H2C_WB_c*LANES_c+LANES_c-1 downto P_H2C_WB_c*LANES_c),
-      wb_tuser  => q_tuser(P_H2C_WB_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_H2C_WB_c*REQ_SIDE_W_c),
-      wb_tlast  => q_tlast(P_H2C_WB_c), wb_tvalid => q_tvalid(P_H2C_WB_c),
-      wb_tready => q_tready(P_H2C_WB_c), wb_sent => q_sent(P_H2C_WB_c),
-      df_tdata  => q_tdata(P_H2C_DF_c*DATA_W_c+DATA_W_c-1 downto P_H2C_DF_c*DATA_W_c),
-      df_tkeep  => q_tkeep(P_H2C_DF_c*LANES_c+LANES_c-1 downto P_H2C_DF_c*LANES_c),
-      df_tuser  => q_tuser(P_H2C_DF_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_H2C_DF_c*REQ_SIDE_W_c),
-      df_tlast  => q_tlast(P_H2C_DF_c), df_tvalid => q_tvalid(P_H2C_DF_c),
-      df_tready => q_tready(P_H2C_DF_c),
-      cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
-      cpl_err => cpl_err, cpl_done => cpl_done, cpl_bytes => cpl_bytes, cpl_data => cpl_data,
-      cpl_keep => cpl_keep);
-
-  i_req : entity work.mprace_dma_req_mux
-    generic map (data_w_g => data_w_g, ports_g => PORTS_c, bulk_g => P_C2H_WR_c)
-    port map (
-      clk => user_clk, rst => rst,
-      s_tdata => q_tdata, s_tkeep => q_tkeep, s_tuser => q_tuser, s_tlast => q_tlast,
-      s_tvalid => q_tvalid, s_tready => q_tready, s_sent => q_sent,
-      m_tdata => req_tdata, m_tkeep => req_tkeep, m_tuser => req_tuser, m_tlast => req_tlast,
-      m_tvalid => req_tvalid, m_tready => req_tready);
+      cpl_dwords => open, cpl_data => cpl_data, cpl_keep => cpl_keep);
 
   i_rq : entity work.mprace_pcie_us_rq
     generic map (data_w_g => data_w_g)
@@ -381,69 +203,28 @@ begin
       m_axis_rq_tuser => m_axis_rq_tuser, m_axis_rq_tlast => m_axis_rq_tlast,
       m_axis_rq_tvalid => m_axis_rq_tvalid, m_axis_rq_tready => m_axis_rq_tready);
 
-  ------------------------------------------------------------------ test logic and user streams
-  i_gen : entity work.mprace_dma_patgen
-    generic map (data_w_g => data_w_g, clk_mhz_g => clk_mhz_g)
+  ------------------------------------------------------------------ the engine
+  i_core : entity work.mprace_dma_core
+    generic map (data_w_g => data_w_g, straddle_g => rq_straddle_g and data_w_g = 512,
+                 clk_mhz_g => clk_mhz_g, c2h_ring_log2_g => c2h_ring_log2_g,
+                 h2c_ring_log2_g => h2c_ring_log2_g, cpl_hdr_g => cpl_hdr_g,
+                 cpl_data_g => cpl_data_g)
     port map (
-      clk => user_clk, rst => rst, seed => pg_seed, seed_wr => pg_seed_wr, rate => pg_rate,
-      m_tdata => gen_tdata, m_tvalid => gen_tvalid, m_tready => gen_tready);
-
-  i_chk : entity work.mprace_dma_checker
-    generic map (data_w_g => data_w_g)
-    port map (
-      clk => user_clk, rst => rst, seed => ck_seed, seed_wr => ck_seed_wr,
-      s_tdata => h2c_tdata, s_tkeep => h2c_tkeep, s_tvalid => chk_tvalid,
-      s_tready => chk_tready, errors => ck_errors, words => ck_words);
-
-  g_keep : for l in 0 to LANES_c-1 generate
-    user_keep(l) <= s_axis_c2h_tkeep(4*l);
-    m_axis_h2c_tkeep(4*l+3 downto 4*l) <= (others => h2c_tkeep(l));
-  end generate;
-
-  -- C2H source: user stream, pattern generator or loopback (which never ends a packet)
-  p_src : process(all)
-  begin
-    c2h_tdata  <= s_axis_c2h_tdata;
-    c2h_tkeep  <= user_keep;
-    c2h_tlast  <= s_axis_c2h_tlast;
-    c2h_tvalid <= s_axis_c2h_tvalid;
-    s_axis_c2h_tready <= '0';
-    gen_tready <= '0';
-    if c2h_source = SRC_GEN_c then
-      c2h_tdata  <= gen_tdata;
-      c2h_tkeep  <= (others => '1');
-      c2h_tlast  <= '0';
-      c2h_tvalid <= gen_tvalid;
-      gen_tready <= c2h_tready;
-    elsif c2h_source = SRC_LOOP_c then
-      c2h_tdata  <= h2c_tdata;
-      c2h_tkeep  <= h2c_tkeep;
-      c2h_tlast  <= '0';
-      c2h_tvalid <= h2c_tvalid and (h2c_sink ?= SRC_LOOP_c);
-    else
-      s_axis_c2h_tready <= c2h_tready;
-    end if;
-  end process;
-
-  -- H2C sink: user stream, checker or loopback
-  p_sink : process(all)
-  begin
-    m_axis_h2c_tdata  <= h2c_tdata;
-    m_axis_h2c_tlast  <= h2c_tlast;
-    m_axis_h2c_tvalid <= '0';
-    chk_tvalid <= '0';
-    h2c_tready <= '0';
-    if h2c_sink = SRC_GEN_c then
-      chk_tvalid <= h2c_tvalid;
-      h2c_tready <= chk_tready;
-    elsif h2c_sink = SRC_LOOP_c then
-      if c2h_source = SRC_LOOP_c then
-        h2c_tready <= c2h_tready;
-      end if;
-    else
-      m_axis_h2c_tvalid <= h2c_tvalid;
-      h2c_tready <= m_axis_h2c_tready;
-    end if;
-  end process;
+      clk => user_clk, rst => rst,
+      reg_wr => reg_wr, reg_rd => reg_rd, reg_addr => reg_addr, reg_wdata => reg_wdata,
+      reg_rdata => reg_rdata, reg_rvalid => reg_rvalid,
+      cfg_mps => cfg_mps, cfg_mrrs => cfg_max_read_req, cfg_rcb128 => cfg_rcb_status(0),
+      msi_vectors => msi_vectors, irq_status => irq_status, irq_enable => irq_enable,
+      req_tdata => req_tdata, req_tkeep => req_tkeep, req_tuser => req_tuser,
+      req_tlast => req_tlast, req_tvalid => req_tvalid, req_tready => req_tready,
+      cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
+      cpl_err => cpl_err, cpl_done => cpl_done, cpl_bytes => cpl_bytes, cpl_data => cpl_data,
+      cpl_keep => cpl_keep,
+      s_axis_c2h_tdata => s_axis_c2h_tdata, s_axis_c2h_tkeep => s_axis_c2h_tkeep,
+      s_axis_c2h_tlast => s_axis_c2h_tlast, s_axis_c2h_tvalid => s_axis_c2h_tvalid,
+      s_axis_c2h_tready => s_axis_c2h_tready,
+      m_axis_h2c_tdata => m_axis_h2c_tdata, m_axis_h2c_tkeep => m_axis_h2c_tkeep,
+      m_axis_h2c_tlast => m_axis_h2c_tlast, m_axis_h2c_tvalid => m_axis_h2c_tvalid,
+      m_axis_h2c_tready => m_axis_h2c_tready);
 
 end architecture rtl;
