@@ -39,7 +39,7 @@ entity mprace_dma_c2h is
     -- requests: data and records
     wr_tdata   : out std_logic_vector(data_w_g-1 downto 0);
     wr_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
-    wr_tuser   : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+    wr_side    : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
     wr_tlast   : out std_logic;
     wr_tvalid  : out std_logic;
     wr_tready  : in  std_logic;
@@ -47,17 +47,12 @@ entity mprace_dma_c2h is
     -- requests: descriptor fetches
     df_tdata   : out std_logic_vector(data_w_g-1 downto 0);
     df_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
-    df_tuser   : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+    df_side    : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
     df_tlast   : out std_logic;
     df_tvalid  : out std_logic;
     df_tready  : in  std_logic;
     -- completions
-    cpl_valid  : in  std_logic;
-    cpl_sop    : in  std_logic;
-    cpl_eop    : in  std_logic;
-    cpl_tag    : in  unsigned(7 downto 0);
-    cpl_err    : in  std_logic_vector(CPL_ERR_W_c-1 downto 0);
-    cpl_done   : in  std_logic;
+    cpl        : in  cpl_r;
     cpl_data   : in  std_logic_vector(data_w_g-1 downto 0);
     cpl_keep   : in  std_logic_vector(data_w_g/32-1 downto 0)
   );
@@ -203,10 +198,9 @@ begin
     generic map (data_w_g => data_w_g, tag_g => FETCH_TAG_C2H_c)
     port map (
       clk => clk, rst => rst, ctrl => ctrl, enable => fetch_en, mrrs_dw => link.mrrs_dw,
-      req_tdata => df_tdata, req_tkeep => df_tkeep, req_tuser => df_tuser, req_tlast => df_tlast,
+      req_tdata => df_tdata, req_tkeep => df_tkeep, req_side => df_side, req_tlast => df_tlast,
       req_tvalid => df_tvalid, req_tready => df_tready,
-      cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
-      cpl_err => cpl_err, cpl_done => cpl_done, cpl_data => cpl_data, cpl_keep => cpl_keep,
+      cpl => cpl, cpl_data => cpl_data, cpl_keep => cpl_keep,
       desc_valid => desc_valid, desc_ready => desc_ready, desc => desc,
       busy => fetch_busy, cpl_seen => fetch_seen);
 
@@ -236,7 +230,7 @@ begin
       ring_rd_pos => ring_rd_pos, ring_rd_data => ring_rd_data,
       rd_pos => rd_pos, wr_commit => wr_commit, eop_valid => eop_valid, eop_pos => eop_pos,
       eop_pop => eop_pop,
-      req_tdata => wr_tdata, req_tkeep => wr_tkeep, req_tuser => wr_tuser, req_tlast => wr_tlast,
+      req_tdata => wr_tdata, req_tkeep => wr_tkeep, req_side => wr_side, req_tlast => wr_tlast,
       req_tvalid => wr_tvalid, req_tready => wr_tready, req_sent => wr_sent,
       ev_valid => ev_valid, ev_code => ev_code, ev_bytes => ev_bytes, ev_irq => ev_irq,
       ev_stop => ev_stop, waiting => wr_waiting, progress => wr_progress, idle => wr_idle);

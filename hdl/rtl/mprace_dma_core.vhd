@@ -50,18 +50,12 @@ entity mprace_dma_core is
     -- requests
     req_tdata  : out std_logic_vector(data_w_g-1 downto 0);
     req_tkeep  : out std_logic_vector(data_w_g/32-1 downto 0);
-    req_tuser  : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+    req_side   : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
     req_tlast  : out std_logic;
     req_tvalid : out std_logic;
     req_tready : in  std_logic;
     -- completions
-    cpl_valid  : in  std_logic;
-    cpl_sop    : in  std_logic;
-    cpl_eop    : in  std_logic;
-    cpl_tag    : in  unsigned(7 downto 0);
-    cpl_err    : in  std_logic_vector(CPL_ERR_W_c-1 downto 0);
-    cpl_done   : in  std_logic;
-    cpl_bytes  : in  unsigned(12 downto 0);
+    cpl        : in  cpl_r;
     cpl_data   : in  std_logic_vector(data_w_g-1 downto 0);
     cpl_keep   : in  std_logic_vector(data_w_g/32-1 downto 0);
     -- user C2H stream (card to host)
@@ -129,7 +123,7 @@ architecture rtl of mprace_dma_core is
   -- request streams into the request mux
   signal q_tdata        : std_logic_vector(PORTS_c*DATA_W_c-1 downto 0);
   signal q_tkeep        : std_logic_vector(PORTS_c*LANES_c-1 downto 0);
-  signal q_tuser        : std_logic_vector(PORTS_c*REQ_SIDE_W_c-1 downto 0);
+  signal q_side         : std_logic_vector(PORTS_c*REQ_SIDE_W_c-1 downto 0);
   signal q_tlast        : std_logic_vector(PORTS_c-1 downto 0);
   signal q_tvalid       : std_logic_vector(PORTS_c-1 downto 0);
   signal q_tready       : std_logic_vector(PORTS_c-1 downto 0);
@@ -220,16 +214,15 @@ begin
       s_tvalid => c2h_tvalid, s_tready => c2h_tready,
       wr_tdata  => q_tdata(P_C2H_WR_c*DATA_W_c+DATA_W_c-1 downto P_C2H_WR_c*DATA_W_c),
       wr_tkeep  => q_tkeep(P_C2H_WR_c*LANES_c+LANES_c-1 downto P_C2H_WR_c*LANES_c),
-      wr_tuser  => q_tuser(P_C2H_WR_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_C2H_WR_c*REQ_SIDE_W_c),
+      wr_side  => q_side(P_C2H_WR_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_C2H_WR_c*REQ_SIDE_W_c),
       wr_tlast  => q_tlast(P_C2H_WR_c), wr_tvalid => q_tvalid(P_C2H_WR_c),
       wr_tready => q_tready(P_C2H_WR_c), wr_sent => q_sent(P_C2H_WR_c),
       df_tdata  => q_tdata(P_C2H_DF_c*DATA_W_c+DATA_W_c-1 downto P_C2H_DF_c*DATA_W_c),
       df_tkeep  => q_tkeep(P_C2H_DF_c*LANES_c+LANES_c-1 downto P_C2H_DF_c*LANES_c),
-      df_tuser  => q_tuser(P_C2H_DF_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_C2H_DF_c*REQ_SIDE_W_c),
+      df_side  => q_side(P_C2H_DF_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_C2H_DF_c*REQ_SIDE_W_c),
       df_tlast  => q_tlast(P_C2H_DF_c), df_tvalid => q_tvalid(P_C2H_DF_c),
       df_tready => q_tready(P_C2H_DF_c),
-      cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
-      cpl_err => cpl_err, cpl_done => cpl_done, cpl_data => cpl_data, cpl_keep => cpl_keep);
+      cpl => cpl, cpl_data => cpl_data, cpl_keep => cpl_keep);
 
   i_h2c : entity work.mprace_dma_h2c
     generic map (data_w_g => data_w_g, ring_log2_g => h2c_ring_log2_g, hdr_budget_g => RD_HDR_c,
@@ -241,30 +234,29 @@ begin
       m_tvalid => h2c_tvalid, m_tready => h2c_tready,
       rd_tdata  => q_tdata(P_H2C_RD_c*DATA_W_c+DATA_W_c-1 downto P_H2C_RD_c*DATA_W_c),
       rd_tkeep  => q_tkeep(P_H2C_RD_c*LANES_c+LANES_c-1 downto P_H2C_RD_c*LANES_c),
-      rd_tuser  => q_tuser(P_H2C_RD_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_H2C_RD_c*REQ_SIDE_W_c),
+      rd_side  => q_side(P_H2C_RD_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_H2C_RD_c*REQ_SIDE_W_c),
       rd_tlast  => q_tlast(P_H2C_RD_c), rd_tvalid => q_tvalid(P_H2C_RD_c),
       rd_tready => q_tready(P_H2C_RD_c),
       wb_tdata  => q_tdata(P_H2C_WB_c*DATA_W_c+DATA_W_c-1 downto P_H2C_WB_c*DATA_W_c),
       wb_tkeep  => q_tkeep(P_H2C_WB_c*LANES_c+LANES_c-1 downto P_H2C_WB_c*LANES_c),
-      wb_tuser  => q_tuser(P_H2C_WB_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_H2C_WB_c*REQ_SIDE_W_c),
+      wb_side  => q_side(P_H2C_WB_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_H2C_WB_c*REQ_SIDE_W_c),
       wb_tlast  => q_tlast(P_H2C_WB_c), wb_tvalid => q_tvalid(P_H2C_WB_c),
       wb_tready => q_tready(P_H2C_WB_c), wb_sent => q_sent(P_H2C_WB_c),
       df_tdata  => q_tdata(P_H2C_DF_c*DATA_W_c+DATA_W_c-1 downto P_H2C_DF_c*DATA_W_c),
       df_tkeep  => q_tkeep(P_H2C_DF_c*LANES_c+LANES_c-1 downto P_H2C_DF_c*LANES_c),
-      df_tuser  => q_tuser(P_H2C_DF_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_H2C_DF_c*REQ_SIDE_W_c),
+      df_side  => q_side(P_H2C_DF_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_H2C_DF_c*REQ_SIDE_W_c),
       df_tlast  => q_tlast(P_H2C_DF_c), df_tvalid => q_tvalid(P_H2C_DF_c),
       df_tready => q_tready(P_H2C_DF_c),
-      cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
-      cpl_err => cpl_err, cpl_done => cpl_done, cpl_bytes => cpl_bytes, cpl_data => cpl_data,
+      cpl => cpl, cpl_data => cpl_data,
       cpl_keep => cpl_keep);
 
   i_req : entity work.mprace_dma_req_mux
     generic map (data_w_g => data_w_g, ports_g => PORTS_c, bulk_g => P_C2H_WR_c)
     port map (
       clk => clk, rst => rst,
-      s_tdata => q_tdata, s_tkeep => q_tkeep, s_tuser => q_tuser, s_tlast => q_tlast,
+      s_tdata => q_tdata, s_tkeep => q_tkeep, s_side => q_side, s_tlast => q_tlast,
       s_tvalid => q_tvalid, s_tready => q_tready, s_sent => q_sent,
-      m_tdata => req_tdata, m_tkeep => req_tkeep, m_tuser => req_tuser, m_tlast => req_tlast,
+      m_tdata => req_tdata, m_tkeep => req_tkeep, m_side => req_side, m_tlast => req_tlast,
       m_tvalid => req_tvalid, m_tready => req_tready);
 
   ------------------------------------------------------------------ test logic and user streams

@@ -7,7 +7,7 @@
 --     FETCH_MAX_DESC_c descriptors, stops at the end of the ring and at 4 KiB boundaries, never
 --     exceeds MRRS, and only asks for descriptors it has room for in its queue.
 --   * Completions carry whole descriptors (they are split only at RCB boundaries, multiples of
---     the 32-byte descriptor size) and the RC adapter puts their payload in lane 0 on, so every
+--     the 32-byte descriptor size) and the vendor adapter puts their payload in lane 0 on, so every
 --     descriptor fills lanes 8m..8m+7 of a beat: at 256 bits one per beat, at 512 bits up to
 --     two. Those beyond the first wait in a small queue in front of the FIFO (the FIFO takes
 --     one per clock), and the next fetch waits until it is empty.
@@ -40,20 +40,15 @@ entity mprace_dma_desc_fetch is
     ctrl      : in  chan_ctrl_r;
     enable    : in  std_logic;
     mrrs_dw   : in  unsigned(10 downto 0);
-    -- read request (one RQ packet)
+    -- read request (one request packet)
     req_tdata  : out std_logic_vector(data_w_g-1 downto 0);
     req_tkeep  : out std_logic_vector(data_w_g/32-1 downto 0);
-    req_tuser  : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+    req_side   : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
     req_tlast  : out std_logic;
     req_tvalid : out std_logic;
     req_tready : in  std_logic;
     -- completions (all tags; this block takes tag_g)
-    cpl_valid  : in  std_logic;
-    cpl_sop    : in  std_logic;
-    cpl_eop    : in  std_logic;
-    cpl_tag    : in  unsigned(7 downto 0);
-    cpl_err    : in  std_logic_vector(CPL_ERR_W_c-1 downto 0);
-    cpl_done   : in  std_logic;
+    cpl        : in  cpl_r;
     cpl_data   : in  std_logic_vector(data_w_g-1 downto 0);
     cpl_keep   : in  std_logic_vector(data_w_g/32-1 downto 0);
     -- descriptor queue
@@ -207,12 +202,12 @@ begin
     nfresh := 0;
     fresh  := (others => ENTRY_INIT_c);
     want   := v.want;              -- set by a request issued now, if any
-    if cpl_valid = '1' and cpl_tag = tag_g and r.outstanding = '1' then
+    if cpl.valid = '1' and cpl.tag = tag_g and r.outstanding = '1' then
       v.seen := '1';
-      if cpl_sop = '1' and cpl_err /= CPL_OK_c then
+      if cpl.sop = '1' and cpl.err /= CPL_OK_c then
         if r.discard = '0' and r.stopped = '0' then
           e := ENTRY_INIT_c;
-          if cpl_err = CPL_TIMEOUT_c then
+          if cpl.err = CPL_TIMEOUT_c then
             e.err := code(ERR_TIMEOUT_c);
           else
             e.err := code(ERR_BUS_ERROR_c);
@@ -221,7 +216,7 @@ begin
           nfresh    := 1;
           v.stopped := '1';
         end if;
-      elsif cpl_err = CPL_OK_c then
+      elsif cpl.err = CPL_OK_c then
         for m in 0 to PER_BEAT_c-1 loop
           d0 := 8 * m;                     -- descriptor m of the beat: lanes d0 .. d0+7
           if cpl_keep(d0 + 7) = '1' and want /= 0 then
@@ -243,7 +238,7 @@ begin
           end if;
         end loop;
       end if;
-      if cpl_eop = '1' and cpl_done = '1' then
+      if cpl.eop = '1' and cpl.done = '1' then
         v.outstanding := '0';
         v.discard     := '0';
       end if;
@@ -307,7 +302,7 @@ begin
   req_tdata  <= (DATA_W_c-1 downto 128 => '0') &
                tlp_mem_req(r.req_addr, r.req_dw, false, tag_g);
   req_tkeep  <= ones(4, LANES_c);
-  req_tuser  <= (others => '0');
+  req_side  <= (others => '0');
   req_tlast  <= '1';
   req_tvalid <= r.req_valid;
 

@@ -45,14 +45,14 @@ entity mprace_dma_h2c is
     -- requests: data reads
     rd_tdata   : out std_logic_vector(data_w_g-1 downto 0);
     rd_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
-    rd_tuser   : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+    rd_side    : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
     rd_tlast   : out std_logic;
     rd_tvalid  : out std_logic;
     rd_tready  : in  std_logic;
     -- requests: completion records
     wb_tdata   : out std_logic_vector(data_w_g-1 downto 0);
     wb_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
-    wb_tuser   : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+    wb_side    : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
     wb_tlast   : out std_logic;
     wb_tvalid  : out std_logic;
     wb_tready  : in  std_logic;
@@ -60,18 +60,12 @@ entity mprace_dma_h2c is
     -- requests: descriptor fetches
     df_tdata   : out std_logic_vector(data_w_g-1 downto 0);
     df_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
-    df_tuser   : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+    df_side    : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
     df_tlast   : out std_logic;
     df_tvalid  : out std_logic;
     df_tready  : in  std_logic;
     -- completions
-    cpl_valid  : in  std_logic;
-    cpl_sop    : in  std_logic;
-    cpl_eop    : in  std_logic;
-    cpl_tag    : in  unsigned(7 downto 0);
-    cpl_err    : in  std_logic_vector(CPL_ERR_W_c-1 downto 0);
-    cpl_done   : in  std_logic;
-    cpl_bytes  : in  unsigned(12 downto 0);
+    cpl        : in  cpl_r;
     cpl_data   : in  std_logic_vector(data_w_g-1 downto 0);
     cpl_keep   : in  std_logic_vector(data_w_g/32-1 downto 0)
   );
@@ -399,10 +393,9 @@ begin
     generic map (data_w_g => data_w_g, tag_g => FETCH_TAG_H2C_c)
     port map (
       clk => clk, rst => rst, ctrl => ctrl, enable => fetch_en, mrrs_dw => link.mrrs_dw,
-      req_tdata => df_tdata, req_tkeep => df_tkeep, req_tuser => df_tuser, req_tlast => df_tlast,
+      req_tdata => df_tdata, req_tkeep => df_tkeep, req_side => df_side, req_tlast => df_tlast,
       req_tvalid => df_tvalid, req_tready => df_tready,
-      cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
-      cpl_err => cpl_err, cpl_done => cpl_done, cpl_data => cpl_data, cpl_keep => cpl_keep,
+      cpl => cpl, cpl_data => cpl_data, cpl_keep => cpl_keep,
       desc_valid => desc_valid, desc_ready => desc_ready, desc => desc,
       busy => fetch_busy, cpl_seen => fetch_seen);
 
@@ -420,10 +413,9 @@ begin
       clk => clk, rst => rst, link => link,
       job_valid => job_valid, job_ready => job_ready, job_addr => desc.addr,
       job_len => desc.len, job_pos => r.alloc, space_base => r.o_pos, discard => discard,
-      req_tdata => rd_tdata, req_tkeep => rd_tkeep, req_tuser => rd_tuser, req_tlast => rd_tlast,
+      req_tdata => rd_tdata, req_tkeep => rd_tkeep, req_side => rd_side, req_tlast => rd_tlast,
       req_tvalid => rd_tvalid, req_tready => rd_tready,
-      cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
-      cpl_err => cpl_err, cpl_done => cpl_done, cpl_bytes => cpl_bytes, cpl_data => cpl_data,
+      cpl => cpl, cpl_data => cpl_data,
       cpl_keep => cpl_keep,
       ring_wr_en => ring_wr_en, ring_wr_pos => ring_wr_pos, ring_wr_data => ring_wr_data,
       ready_pos => rd_ready_pos, err_valid => rd_err_valid, err_pos => rd_err_pos,
@@ -456,7 +448,7 @@ begin
 
   wb_tdata  <= (DATA_W_c-1 downto 192 => '0') & r.wb_data & r.wb_hdr;
   wb_tkeep  <= ones(6, LANES_c);
-  wb_tuser  <= (others => '0');
+  wb_side  <= (others => '0');
   wb_tlast  <= '1';
   wb_tvalid <= r.wb_valid;
 

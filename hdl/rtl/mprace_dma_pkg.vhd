@@ -55,8 +55,8 @@ package mprace_dma_pkg is
   function tlp_first_be(hdr : std_logic_vector(127 downto 0)) return std_logic_vector;
   function tlp_last_be(hdr : std_logic_vector(127 downto 0)) return std_logic_vector;
 
-  -- Completion streams (vendor adapter -> the engine's requesters): payload-aligned beats with
-  -- the completion's tag, whether it ends its request, and what went wrong, if anything:
+  -- Completion streams (vendor adapter -> the engine's requesters): payload-aligned beats (cpl_r)
+  -- with the completion's tag, whether it ends its request, and what went wrong, if anything:
   --   CPL_OK_c       data as requested
   --   CPL_FAILED_c   the request failed: UR, CA, poisoned or malformed completion, tag unknown
   --   CPL_TIMEOUT_c  the block's completion timeout expired
@@ -64,6 +64,16 @@ package mprace_dma_pkg is
   constant CPL_OK_c      : std_logic_vector(CPL_ERR_W_c-1 downto 0) := "00";
   constant CPL_FAILED_c  : std_logic_vector(CPL_ERR_W_c-1 downto 0) := "01";
   constant CPL_TIMEOUT_c : std_logic_vector(CPL_ERR_W_c-1 downto 0) := "10";
+  -- a completion beat, but for its payload (cpl_data, and cpl_keep marking its dwords from lane 0)
+  type cpl_r is record
+    valid : std_logic;
+    sop   : std_logic;                                  -- the completion's first beat
+    eop   : std_logic;                                  -- its last beat
+    tag   : unsigned(7 downto 0);
+    err   : std_logic_vector(CPL_ERR_W_c-1 downto 0);
+    done  : std_logic;                                  -- the last completion of its request
+    bytes : unsigned(12 downto 0);                      -- bytes of the request still to come,
+  end record;                                           -- this completion's included
 
   -- fixed tags: one outstanding descriptor fetch per channel; H2C data uses the others
   constant FETCH_TAG_C2H_c : natural := 0;

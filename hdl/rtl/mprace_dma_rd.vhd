@@ -9,7 +9,7 @@
 --     completion buffer: for each request the engine reserves the worst case of completions
 --     split at every read completion boundary (headers) and their data credits, and returns
 --     them when the request completes. This keeps the core from dropping completions whatever
---     the host does, as PG156 requires of the user logic.
+--     the host does, as the PCIe blocks require of the user logic.
 --   * A completion with an error (UR, CA, poisoned: BUS_ERROR; the core's completion timeout:
 --     TIMEOUT) marks its request failed; when the failed request is the oldest one, err_valid
 --     tells the channel at which ring position data stops.
@@ -49,18 +49,12 @@ entity mprace_dma_rd is
     -- read requests
     req_tdata   : out std_logic_vector(data_w_g-1 downto 0);
     req_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
-    req_tuser   : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+    req_side    : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
     req_tlast   : out std_logic;
     req_tvalid  : out std_logic;
     req_tready  : in  std_logic;
     -- completions
-    cpl_valid  : in  std_logic;
-    cpl_sop    : in  std_logic;
-    cpl_eop    : in  std_logic;
-    cpl_tag    : in  unsigned(7 downto 0);
-    cpl_err    : in  std_logic_vector(CPL_ERR_W_c-1 downto 0);
-    cpl_done   : in  std_logic;
-    cpl_bytes  : in  unsigned(12 downto 0);
+    cpl        : in  cpl_r;
     cpl_data   : in  std_logic_vector(data_w_g-1 downto 0);
     cpl_keep   : in  std_logic_vector(data_w_g/32-1 downto 0);
     -- ring write port
@@ -268,11 +262,11 @@ begin
 
     ------------------------------------------------------------------ completions
     t := -1;
-    if cpl_tag >= tag_first_g and cpl_tag < tag_first_g + tag_count_g then
-      t := to_integer(cpl_tag) - tag_first_g;
+    if cpl.tag >= tag_first_g and cpl.tag < tag_first_g + tag_count_g then
+      t := to_integer(cpl.tag) - tag_first_g;
     end if;
-    if cpl_valid = '1' then
-      if cpl_sop = '1' then
+    if cpl.valid = '1' then
+      if cpl.sop = '1' then
         v.c_wr  := '0';
         v.c_act := '0';
         if t >= 0 then
@@ -280,14 +274,14 @@ begin
             v.c_act := '1';
             v.seen  := '1';
             v.c_tag := t;
-            if cpl_err = CPL_OK_c and r.t_disc(t) = '0' then
+            if cpl.err = CPL_OK_c and r.t_disc(t) = '0' then
               v.c_wr := '1';
-            elsif cpl_err /= CPL_OK_c and r.t_err(t) = CPL_OK_c then
-              v.t_err(t) := cpl_err;
+            elsif cpl.err /= CPL_OK_c and r.t_err(t) = CPL_OK_c then
+              v.t_err(t) := cpl.err;
             end if;
             -- payload dword k of this completion (lane k of its first beat) goes to
             -- position t_pos + (t_len - byte count)/4 + k
-            v.c_pos := tags(t).pos + shift_right(tags(t).len - cpl_bytes, 2);
+            v.c_pos := tags(t).pos + shift_right(tags(t).len - cpl.bytes, 2);
           end if;
         end if;
       else
@@ -299,7 +293,7 @@ begin
         v.w_data := cpl_data;
       end if;
       v.c_pos := v.c_pos + LANES_c;
-      if cpl_eop = '1' and cpl_done = '1' and v.c_act = '1' then
+      if cpl.eop = '1' and cpl.done = '1' and v.c_act = '1' then
         h := v.c_tag;
         v.t_done(h) := '1';
         hdr_sub := resize(tags(h).hdr, 8);
@@ -308,7 +302,7 @@ begin
           v.t_busy(h) := '0';
         end if;
       end if;
-      if cpl_eop = '1' then
+      if cpl.eop = '1' then
         v.c_wr  := '0';
         v.c_act := '0';
       end if;
@@ -367,7 +361,7 @@ begin
   req_tdata  <= (DATA_W_c-1 downto 128 => '0') &
                tlp_mem_req(r.req_addr, r.req_dw, false, r.req_tag);
   req_tkeep  <= ones(4, LANES_c);
-  req_tuser  <= (others => '0');
+  req_side  <= (others => '0');
   req_tlast  <= '1';
   req_tvalid <= r.req_valid;
 

@@ -1,6 +1,6 @@
 -- SPDX-License-Identifier: GPL-2.0
 -- mprace_dma_regs: the BAR0 register file and the channel state machines (IDLE, RUNNING,
--- ERROR), driven by the register bus of mprace_pcie_us_cq_cc. It owns HEAD, TAIL, BYTES, the
+-- ERROR), driven by the register bus of the front end's BAR0 adapter. It owns HEAD, TAIL, BYTES, the
 -- ring configuration, IRQ_STATUS/IRQ_ENABLE and the test-logic settings; the channels report
 -- completed descriptors and errors to it, and it hands them RUN, ABORT and RESET.
 -- Offsets and fields come from engine_spec_pkg; unlisted offsets read 0 and ignore writes.

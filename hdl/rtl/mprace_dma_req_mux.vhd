@@ -29,14 +29,14 @@ entity mprace_dma_req_mux is
     rst            : in  std_logic;
     s_tdata        : in  std_logic_vector(ports_g*data_w_g-1 downto 0);
     s_tkeep        : in  std_logic_vector(ports_g*data_w_g/32-1 downto 0);
-    s_tuser        : in  std_logic_vector(ports_g*REQ_SIDE_W_c-1 downto 0);
+    s_side         : in  std_logic_vector(ports_g*REQ_SIDE_W_c-1 downto 0);
     s_tlast        : in  std_logic_vector(ports_g-1 downto 0);
     s_tvalid       : in  std_logic_vector(ports_g-1 downto 0);
     s_tready       : out std_logic_vector(ports_g-1 downto 0);
     s_sent         : out std_logic_vector(ports_g-1 downto 0);
     m_tdata        : out std_logic_vector(data_w_g-1 downto 0);
     m_tkeep        : out std_logic_vector(data_w_g/32-1 downto 0);
-    m_tuser        : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+    m_side         : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
     m_tlast        : out std_logic;
     m_tvalid       : out std_logic;
     m_tready       : in  std_logic
@@ -147,7 +147,7 @@ begin
       if grant = k then
         d := s_tdata(k*DATA_W_c+DATA_W_c-1 downto k*DATA_W_c) &
              s_tkeep(k*LANES_c+LANES_c-1 downto k*LANES_c) &
-             s_tuser(k*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto k*REQ_SIDE_W_c) &
+             s_side(k*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto k*REQ_SIDE_W_c) &
              s_tlast(k) & std_logic_vector(to_unsigned(k, SEL_W_c));
       end if;
     end loop;
@@ -164,7 +164,7 @@ begin
 
   m_tdata  <= f_out_data(ENT_W_c-1 downto ENT_W_c-DATA_W_c);
   m_tkeep  <= f_out_data(ENT_W_c-DATA_W_c-1 downto ENT_W_c-DATA_W_c-LANES_c);
-  m_tuser  <= f_out_data(REQ_SIDE_W_c+SEL_W_c downto SEL_W_c+1);
+  m_side  <= f_out_data(REQ_SIDE_W_c+SEL_W_c downto SEL_W_c+1);
   m_tlast  <= f_out_data(SEL_W_c);
   m_tvalid <= f_out_valid;
   s_sent           <= r.sent;

@@ -8,7 +8,7 @@
 -- std_logic(_vector)s; the core's interfaces keep Xilinx's names.
 --   BAR0 registers  : s_axis_cq_* / m_axis_cc_*         (mprace_pcie_us_cq_cc, mprace_dma_regs)
 --   bus mastering   : m_axis_rq_* / s_axis_rc_*         (fetchers, write and read engines)
---   interrupts      : cfg_interrupt_* (MSI, INTx)       (mprace_dma_irq)
+--   interrupts      : cfg_interrupt_* (MSI, INTx)       (mprace_pcie_us_irq)
 --   user data       : s_axis_c2h_* in, m_axis_h2c_* out; tkeep is per byte but the engine moves
 --                     whole dwords: set the four bits of a dword together, contiguous from
 --                     byte 0; only the last beat of a packet (tlast) needs to be partial.
@@ -128,15 +128,12 @@ architecture rtl of mprace_dma_top is
   signal irq_enable     : std_logic_vector(2 downto 0);
 
   -- completions from the RC adapter, requests to the RQ adapter
-  signal cpl_valid, cpl_sop, cpl_eop, cpl_done : std_logic;
-  signal cpl_tag        : unsigned(7 downto 0);
-  signal cpl_err        : std_logic_vector(CPL_ERR_W_c-1 downto 0);
-  signal cpl_bytes      : unsigned(12 downto 0);
+  signal cpl            : cpl_r;
   signal cpl_data       : std_logic_vector(DATA_W_c-1 downto 0);
   signal cpl_keep       : std_logic_vector(LANES_c-1 downto 0);
   signal req_tdata      : std_logic_vector(DATA_W_c-1 downto 0);
   signal req_tkeep      : std_logic_vector(LANES_c-1 downto 0);
-  signal req_tuser      : std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+  signal req_side       : std_logic_vector(REQ_SIDE_W_c-1 downto 0);
   signal req_tlast, req_tvalid, req_tready : std_logic;
 
 begin
@@ -159,7 +156,7 @@ begin
       reg_rdata => reg_rdata, reg_rvalid => reg_rvalid);
   pcie_cq_np_req <= '1';
 
-  i_irq : entity work.mprace_dma_irq
+  i_irq : entity work.mprace_pcie_us_irq
     port map (
       clk => user_clk, rst => rst, irq_status => irq_status, irq_enable => irq_enable,
       msi_vectors => msi_vectors,
@@ -189,15 +186,13 @@ begin
       s_axis_rc_tdata => s_axis_rc_tdata, s_axis_rc_tkeep => s_axis_rc_tkeep,
       s_axis_rc_tuser => s_axis_rc_tuser, s_axis_rc_tlast => s_axis_rc_tlast,
       s_axis_rc_tvalid => s_axis_rc_tvalid, s_axis_rc_tready => s_axis_rc_tready,
-      cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
-      cpl_err => cpl_err, cpl_done => cpl_done, cpl_bytes => cpl_bytes,
-      cpl_dwords => open, cpl_data => cpl_data, cpl_keep => cpl_keep);
+      cpl => cpl, cpl_data => cpl_data, cpl_keep => cpl_keep);
 
   i_rq : entity work.mprace_pcie_us_rq
     generic map (data_w_g => data_w_g)
     port map (
       clk => user_clk, rst => rst,
-      s_tdata => req_tdata, s_tkeep => req_tkeep, s_tuser => req_tuser, s_tlast => req_tlast,
+      s_tdata => req_tdata, s_tkeep => req_tkeep, s_side => req_side, s_tlast => req_tlast,
       s_tvalid => req_tvalid, s_tready => req_tready,
       m_axis_rq_tdata => m_axis_rq_tdata, m_axis_rq_tkeep => m_axis_rq_tkeep,
       m_axis_rq_tuser => m_axis_rq_tuser, m_axis_rq_tlast => m_axis_rq_tlast,
@@ -215,10 +210,9 @@ begin
       reg_rdata => reg_rdata, reg_rvalid => reg_rvalid,
       cfg_mps => cfg_mps, cfg_mrrs => cfg_max_read_req, cfg_rcb128 => cfg_rcb_status(0),
       msi_vectors => msi_vectors, irq_status => irq_status, irq_enable => irq_enable,
-      req_tdata => req_tdata, req_tkeep => req_tkeep, req_tuser => req_tuser,
+      req_tdata => req_tdata, req_tkeep => req_tkeep, req_side => req_side,
       req_tlast => req_tlast, req_tvalid => req_tvalid, req_tready => req_tready,
-      cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
-      cpl_err => cpl_err, cpl_done => cpl_done, cpl_bytes => cpl_bytes, cpl_data => cpl_data,
+      cpl => cpl, cpl_data => cpl_data,
       cpl_keep => cpl_keep,
       s_axis_c2h_tdata => s_axis_c2h_tdata, s_axis_c2h_tkeep => s_axis_c2h_tkeep,
       s_axis_c2h_tlast => s_axis_c2h_tlast, s_axis_c2h_tvalid => s_axis_c2h_tvalid,

@@ -65,7 +65,7 @@ entity mprace_dma_wr is
     -- request stream
     req_tdata   : out std_logic_vector(data_w_g-1 downto 0);
     req_tkeep   : out std_logic_vector(data_w_g/32-1 downto 0);
-    req_tuser   : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+    req_side    : out std_logic_vector(REQ_SIDE_W_c-1 downto 0);
     req_tlast   : out std_logic;
     req_tvalid  : out std_logic;
     req_tready  : in  std_logic;
@@ -468,7 +468,7 @@ begin
 
   req_tdata <= o_out_data(OUT_W_c-1 downto OUT_W_c-DATA_W_c);
   req_tkeep <= o_out_data(OUT_W_c-DATA_W_c-1 downto REQ_SIDE_W_c+1);
-  req_tuser <= o_out_data(REQ_SIDE_W_c downto 1);
+  req_side <= o_out_data(REQ_SIDE_W_c downto 1);
   req_tlast <= o_out_data(0);
 
   ring_rd_pos <= std_logic_vector(r.rd_pos(ring_log2_g-1 downto 0));

@@ -41,14 +41,7 @@ entity mprace_pcie_us_rc is
     s_axis_rc_tlast  : in  std_logic;
     s_axis_rc_tvalid : in  std_logic;
     s_axis_rc_tready : out std_logic;
-    cpl_valid  : out std_logic;
-    cpl_sop    : out std_logic;
-    cpl_eop    : out std_logic;
-    cpl_tag    : out unsigned(7 downto 0);
-    cpl_err    : out std_logic_vector(CPL_ERR_W_c-1 downto 0);   -- CPL_OK_c, _FAILED_c, _TIMEOUT_c
-    cpl_done   : out std_logic;                      -- last completion of its request
-    cpl_bytes  : out unsigned(12 downto 0);          -- bytes of the request still to come
-    cpl_dwords : out unsigned(10 downto 0);          -- payload dwords of this completion
+    cpl        : out cpl_r;
     cpl_data   : out std_logic_vector(data_w_g-1 downto 0);
     cpl_keep   : out std_logic_vector(data_w_g/32-1 downto 0)
   );
@@ -342,14 +335,13 @@ begin
     r_next <= v;
   end process;
 
-  cpl_valid  <= r.o_valid;
-  cpl_sop    <= r.o_sop;
-  cpl_eop    <= r.o_eop;
-  cpl_tag    <= r.o_hdr.tag;
-  cpl_err    <= rc_cpl_err(r.o_hdr.err);
-  cpl_done   <= r.o_hdr.done;
-  cpl_bytes  <= r.o_hdr.bytes;
-  cpl_dwords <= r.o_hdr.dwords;
+  cpl.valid  <= r.o_valid;
+  cpl.sop    <= r.o_sop;
+  cpl.eop    <= r.o_eop;
+  cpl.tag    <= r.o_hdr.tag;
+  cpl.err    <= rc_cpl_err(r.o_hdr.err);
+  cpl.done   <= r.o_hdr.done;
+  cpl.bytes  <= r.o_hdr.bytes;
   cpl_data   <= r.o_data;
   cpl_keep   <= r.o_keep;
 

@@ -26,7 +26,7 @@ entity mprace_pcie_us_rq is
     rst      : in  std_logic;
     s_tdata  : in  std_logic_vector(data_w_g-1 downto 0);
     s_tkeep  : in  std_logic_vector(data_w_g/32-1 downto 0);
-    s_tuser  : in  std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+    s_side   : in  std_logic_vector(REQ_SIDE_W_c-1 downto 0);
     s_tlast  : in  std_logic;
     s_tvalid : in  std_logic;
     s_tready : out std_logic;
@@ -61,7 +61,7 @@ begin
     if mid = '0' then
       d(127 downto 0) := rq_desc(hdr_lo);
     end if;
-    if LANES_c = 16 and s_tuser(REQ_SOP_HI_c) = '1' then
+    if LANES_c = 16 and s_side(REQ_SOP_HI_c) = '1' then
       d(32*HALF_c+127 downto 32*HALF_c) := rq_desc(s_tdata(32*HALF_c+127 downto 32*HALF_c));
     end if;
     m_axis_rq_tdata <= d;
@@ -89,7 +89,7 @@ begin
         u(11 downto 8) := tlp_last_be(hdr_lo);            -- last_be of the first TLP
         u(20) := '1';                                     -- is_sop(0), starting in lane 0
       end if;
-      if s_tuser(REQ_SOP_HI_c) = '1' then
+      if s_side(REQ_SOP_HI_c) = '1' then
         hh := s_tdata(32*HALF_c+127 downto 32*HALF_c);
         u(3 downto 0)  := tlp_first_be(hh);
         u(11 downto 8) := tlp_last_be(hh);
@@ -102,9 +102,9 @@ begin
           n := l + 1;
         end if;
       end loop;
-      if s_tuser(REQ_EOP_MID_c) = '1' then
+      if s_side(REQ_EOP_MID_c) = '1' then
         u(26) := '1';                                     -- is_eop(0): the TLP before
-        u(31 downto 28) := s_tuser(REQ_EOP_PTR_c+3 downto REQ_EOP_PTR_c);
+        u(31 downto 28) := s_side(REQ_EOP_PTR_c+3 downto REQ_EOP_PTR_c);
         if s_tlast = '1' and n /= 0 then
           u(27) := '1';                                   -- is_eop(1): the one that started
           u(35 downto 32) := std_logic_vector(to_unsigned(n - 1, 4));

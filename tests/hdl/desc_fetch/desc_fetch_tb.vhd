@@ -49,9 +49,7 @@ end entity desc_fetch_tb;
 architecture wrap of desc_fetch_tb is
   signal ctrl : chan_ctrl_r;
   signal desc : desc_entry_r;
-  signal cpl_valid, cpl_sop, cpl_eop, cpl_done : std_logic;
-  signal cpl_tag   : unsigned(7 downto 0);
-  signal cpl_err   : std_logic_vector(CPL_ERR_W_c-1 downto 0);
+  signal cpl            : cpl_r;
   signal cpl_data  : std_logic_vector(data_w_g-1 downto 0);
   signal cpl_keep  : std_logic_vector(data_w_g/32-1 downto 0);
 begin
@@ -65,18 +63,16 @@ begin
       s_axis_rc_tdata => s_axis_rc_tdata, s_axis_rc_tkeep => s_axis_rc_tkeep,
       s_axis_rc_tuser => s_axis_rc_tuser, s_axis_rc_tlast => s_axis_rc_tlast,
       s_axis_rc_tvalid => s_axis_rc_tvalid, s_axis_rc_tready => s_axis_rc_tready,
-      cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
-      cpl_err => cpl_err, cpl_done => cpl_done, cpl_bytes => open, cpl_dwords => open,
+      cpl => cpl,
       cpl_data => cpl_data, cpl_keep => cpl_keep);
 
   i_fetch : entity work.mprace_dma_desc_fetch
     generic map (data_w_g => data_w_g, tag_g => tag_g)
     port map (
       clk => clk, rst => rst, ctrl => ctrl, enable => enable, mrrs_dw => unsigned(mrrs_dw),
-      req_tdata => rq_tdata, req_tkeep => rq_tkeep, req_tuser => rq_tuser, req_tlast => rq_tlast,
+      req_tdata => rq_tdata, req_tkeep => rq_tkeep, req_side => rq_tuser, req_tlast => rq_tlast,
       req_tvalid => rq_tvalid, req_tready => rq_tready,
-      cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
-      cpl_err => cpl_err, cpl_done => cpl_done, cpl_data => cpl_data, cpl_keep => cpl_keep,
+      cpl => cpl, cpl_data => cpl_data, cpl_keep => cpl_keep,
       desc_valid => desc_valid, desc_ready => desc_ready, desc => desc,
       busy => busy, cpl_seen => open);
 

@@ -53,10 +53,7 @@ end entity rd_tb;
 
 architecture wrap of rd_tb is
   signal link : link_cfg_r;
-  signal cpl_valid, cpl_sop, cpl_eop, cpl_done : std_logic;
-  signal cpl_tag   : unsigned(7 downto 0);
-  signal cpl_err   : std_logic_vector(CPL_ERR_W_c-1 downto 0);
-  signal cpl_bytes : unsigned(12 downto 0);
+  signal cpl            : cpl_r;
   signal cpl_data  : std_logic_vector(data_w_g-1 downto 0);
   signal cpl_keep  : std_logic_vector(data_w_g/32-1 downto 0);
   signal rp, ep    : pos_t;
@@ -70,8 +67,7 @@ begin
       s_axis_rc_tdata => s_axis_rc_tdata, s_axis_rc_tkeep => s_axis_rc_tkeep,
       s_axis_rc_tuser => s_axis_rc_tuser, s_axis_rc_tlast => s_axis_rc_tlast,
       s_axis_rc_tvalid => s_axis_rc_tvalid, s_axis_rc_tready => s_axis_rc_tready,
-      cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
-      cpl_err => cpl_err, cpl_done => cpl_done, cpl_bytes => cpl_bytes, cpl_dwords => open,
+      cpl => cpl,
       cpl_data => cpl_data, cpl_keep => cpl_keep);
 
   i_rd : entity work.mprace_dma_rd
@@ -81,10 +77,9 @@ begin
       job_valid => job_valid, job_ready => job_ready, job_addr => job_addr,
       job_len => unsigned(job_len), job_pos => unsigned(job_pos),
       space_base => unsigned(space_base), discard => discard,
-      req_tdata => rq_tdata, req_tkeep => rq_tkeep, req_tuser => rq_tuser, req_tlast => rq_tlast,
+      req_tdata => rq_tdata, req_tkeep => rq_tkeep, req_side => rq_tuser, req_tlast => rq_tlast,
       req_tvalid => rq_tvalid, req_tready => rq_tready,
-      cpl_valid => cpl_valid, cpl_sop => cpl_sop, cpl_eop => cpl_eop, cpl_tag => cpl_tag,
-      cpl_err => cpl_err, cpl_done => cpl_done, cpl_bytes => cpl_bytes, cpl_data => cpl_data,
+      cpl => cpl, cpl_data => cpl_data,
       cpl_keep => cpl_keep,
       ring_wr_en => ring_wr_en, ring_wr_pos => ring_wr_pos, ring_wr_data => ring_wr_data,
       ready_pos => rp, err_valid => err_valid, err_pos => ep, err_code => err_code,

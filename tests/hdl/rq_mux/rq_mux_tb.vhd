@@ -33,7 +33,7 @@ architecture wrap of rq_mux_tb is
   signal tready, sent : std_logic_vector(2 downto 0);
   signal req_tdata : std_logic_vector(data_w_g-1 downto 0);
   signal req_tkeep : std_logic_vector(data_w_g/32-1 downto 0);
-  signal req_tuser : std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+  signal req_side  : std_logic_vector(REQ_SIDE_W_c-1 downto 0);
   signal req_tlast, req_tvalid, req_tready : std_logic;
 begin
   i_mux : entity work.mprace_dma_req_mux
@@ -42,18 +42,18 @@ begin
       clk => clk, rst => rst,
       s_tdata  => s2_axis_tdata & s1_axis_tdata & s0_axis_tdata,
       s_tkeep  => s2_axis_tkeep & s1_axis_tkeep & s0_axis_tkeep,
-      s_tuser  => s2_axis_tuser & s1_axis_tuser & s0_axis_tuser,
+      s_side  => s2_axis_tuser & s1_axis_tuser & s0_axis_tuser,
       s_tlast  => s2_axis_tlast & s1_axis_tlast & s0_axis_tlast,
       s_tvalid => s2_axis_tvalid & s1_axis_tvalid & s0_axis_tvalid,
       s_tready => tready, s_sent => sent,
-      m_tdata => req_tdata, m_tkeep => req_tkeep, m_tuser => req_tuser, m_tlast => req_tlast,
+      m_tdata => req_tdata, m_tkeep => req_tkeep, m_side => req_side, m_tlast => req_tlast,
       m_tvalid => req_tvalid, m_tready => req_tready);
 
   i_rq : entity work.mprace_pcie_us_rq
     generic map (data_w_g => data_w_g)
     port map (
       clk => clk, rst => rst,
-      s_tdata => req_tdata, s_tkeep => req_tkeep, s_tuser => req_tuser, s_tlast => req_tlast,
+      s_tdata => req_tdata, s_tkeep => req_tkeep, s_side => req_side, s_tlast => req_tlast,
       s_tvalid => req_tvalid, s_tready => req_tready,
       m_axis_rq_tdata => m_axis_rq_tdata, m_axis_rq_tkeep => m_axis_rq_tkeep,
       m_axis_rq_tuser => m_axis_rq_tuser, m_axis_rq_tlast => m_axis_rq_tlast,

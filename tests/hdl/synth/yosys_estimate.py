@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Rough resource estimate of mprace_dma_top: GHDL synthesizes the VHDL to a Verilog netlist,
-Yosys maps it with synth_xilinx (UltraScale). Needs ghdl and yosys (Debian packages); takes a
-few minutes. Usage: yosys_estimate.py [--width 256|512] [WORKDIR]
+"""Rough resource estimate of mprace_dma_top (or of the vendor-neutral core alone, --top
+mprace_dma_core): GHDL synthesizes the VHDL to a Verilog netlist, Yosys maps it with
+synth_xilinx (UltraScale). Needs ghdl and yosys (Debian packages); takes a few minutes.
+Usage: yosys_estimate.py [--width 256|512] [--top mprace_dma_top|mprace_dma_core] [WORKDIR]
 
 GHDL 2.0 writes its one-hot selections as `case` without a default, which Yosys would turn into
 latches; they are complete, so a `default: x` is added before Yosys reads the netlist."""
@@ -18,9 +19,11 @@ import rtl_build  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser(description="Yosys resource estimate of mprace_dma_top")
+    ap = argparse.ArgumentParser(description="Yosys resource estimate of mprace_dma_top or mprace_dma_core")
     ap.add_argument("--width", type=int, choices=(256, 512), default=256,
                     help="datapath width (the generic data_w_g)")
+    ap.add_argument("--top", choices=("mprace_dma_top", "mprace_dma_core"), default="mprace_dma_top",
+                    help="the engine with the Xilinx adapters, or the core alone")
     ap.add_argument("workdir", nargs="?", help="where the netlist and the log go")
     args = ap.parse_args()
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="mprace-synth-"))
@@ -28,7 +31,7 @@ def main():
     files = [str(f) for f in rtl_build.SOURCES]
     subprocess.run(["ghdl", "-a", "--std=08", f"--workdir={work}"] + files, check=True)
     net = subprocess.run(["ghdl", "--synth", "--std=08", f"--workdir={work}", "--out=verilog",
-                          f"-gdata_w_g={args.width}", "mprace_dma_top"], check=True, capture_output=True, text=True).stdout
+                          f"-gdata_w_g={args.width}", args.top], check=True, capture_output=True, text=True).stdout
     lines, out, i = net.split("\n"), [], 0
     while i < len(lines):
         out.append(lines[i])
@@ -44,18 +47,18 @@ def main():
             out.append(lines[j])
             i = j
         i += 1
-    (work / "mprace_dma_top.v").write_text("\n".join(out))
-    script = ("read_verilog mprace_dma_top.v; hierarchy -top mprace_dma_top; "
-              "synth_xilinx -family xcu -top mprace_dma_top -flatten; stat")
+    (work / f"{args.top}.v").write_text("\n".join(out))
+    script = (f"read_verilog {args.top}.v; hierarchy -top {args.top}; "
+              f"synth_xilinx -family xcu -top {args.top} -flatten; stat")
     log = subprocess.run(["yosys", "-q", "-p", script, "-l", "yosys.log"], cwd=work,
                          capture_output=True, text=True)
     text = (work / "yosys.log").read_text()
-    stat = text[text.rfind("=== mprace_dma_top ==="):]
+    stat = text[text.rfind(f"=== {args.top} ==="):]
     print(stat)
     cells = dict(re.findall(r"^\s+(\w+)\s+(\d+)$", stat, re.M))
     luts = sum(int(v) for k, v in cells.items() if re.fullmatch(r"LUT\d", k))
     ffs = sum(int(v) for k, v in cells.items() if k.startswith("FD"))
-    print(f"width {args.width}: LUTs {luts}  FFs {ffs}  RAMB18E2 {cells.get('RAMB18E2', 0)}  "
+    print(f"{args.top} width {args.width}: LUTs {luts}  FFs {ffs}  RAMB18E2 {cells.get('RAMB18E2', 0)}  "
           f"RAM32M16 {cells.get('RAM32M16', 0)}  latches {cells.get('LDCE', 0)}")
     return log.returncode
 

@@ -92,7 +92,7 @@ begin
       ring_rd_pos => ring_rd_pos, ring_rd_data => ring_rd_data,
       rd_pos => rd_pos, wr_commit => wr_commit, eop_valid => eop_valid, eop_pos => eop_pos,
       eop_pop => eop_pop,
-      req_tdata => rq_tdata, req_tkeep => rq_tkeep, req_tuser => rq_tuser, req_tlast => tlast,
+      req_tdata => rq_tdata, req_tkeep => rq_tkeep, req_side => rq_tuser, req_tlast => tlast,
       req_tvalid => tvalid, req_tready => rq_tready, req_sent => sent,
       ev_valid => ev_valid, ev_code => ev_code, ev_bytes => evb, ev_irq => ev_irq,
       ev_stop => ev_stop, waiting => open, progress => open, idle => idle);

@@ -1,6 +1,6 @@
 -- SPDX-License-Identifier: GPL-2.0
--- mprace_dma_irq: raises the interrupts of IRQ_STATUS through the core's configuration
--- interrupt interface. A source raises an interrupt when (IRQ_STATUS and IRQ_ENABLE) of its bit
+-- mprace_pcie_us_irq: raises the interrupts of IRQ_STATUS through the Xilinx block's configuration
+-- interrupt interface (cfg_interrupt_*). A source raises an interrupt when (IRQ_STATUS and IRQ_ENABLE) of its bit
 -- goes from 0 to 1: its bit is set while enabled, or it is enabled while pending.
 --   * MSI with at least 4 vectors granted: source s uses vector s (engine_spec_pkg IRQ_*_VECTOR);
 --     with fewer, all sources use vector 0 and requests pending together share one message.
@@ -18,7 +18,7 @@ library work;
 use work.engine_spec_pkg.all;
 use work.mprace_dma_pkg.all;
 
-entity mprace_dma_irq is
+entity mprace_pcie_us_irq is
   port (
     clk        : in  std_logic;
     rst        : in  std_logic;
@@ -35,9 +35,9 @@ entity mprace_dma_irq is
     cfg_interrupt_msi_sent            : in  std_logic;
     cfg_interrupt_msi_fail            : in  std_logic
   );
-end entity mprace_dma_irq;
+end entity mprace_pcie_us_irq;
 
-architecture rtl of mprace_dma_irq is
+architecture rtl of mprace_pcie_us_irq is
 
   constant VECTOR_c : integer_vector(0 to 2) :=
     (IRQ_C2H_DONE_BIT_c => IRQ_C2H_DONE_VECTOR_c, IRQ_H2C_DONE_BIT_c => IRQ_H2C_DONE_VECTOR_c,
