@@ -1,0 +1,271 @@
+-- SPDX-License-Identifier: GPL-2.0
+-- mprace_pcie_ptile_rx: the completions on the receive interface of Intel's P-tile Avalon-ST hard
+-- IP (Stratix 10 DX, Agilex) as the engine's completion stream (mprace_dma_pkg: cpl_r beside
+-- payload-aligned data, payload dword LANES*j + k of a completion in lane k of its beat j).
+--   * The IP puts each TLP's header on rx_st_hdr of the segment where it starts (dword 0 in bits
+--     127:96) and its payload from lane 0 of that segment on; at 512 bits a TLP may start in the
+--     second segment of the beat that ends another.
+--   * Ready latency: the IP may deliver beats up to ready_latency_g clocks after rx_st_ready
+--     falls; they land in a queue that lowers rx_st_ready while it has less room than that.
+--   * Segments are taken one per clock (a 512-bit beat in two): each gives up to 8 payload
+--     dwords of one completion, and two of them make a 512-bit output beat. This halves the
+--     receive rate at 512 bits.
+--   * Completion status other than SC, or a poisoned completion (EP), is CPL_FAILED_c, a
+--     completion without data gives one beat without payload. The P-tile reports completion
+--     timeouts on an interface of its own, not here.
+--   * TLPs other than completions (BAR0 requests) are not taken here yet: each is skipped and
+--     counted by a pulse on `other`.
+library ieee;
+use ieee.std_logic_1164.all;
+use ieee.numeric_std.all;
+
+library work;
+use work.mprace_dma_pkg.all;
+
+entity mprace_pcie_ptile_rx is
+  generic (
+    data_w_g        : positive := 256;   -- 256 (one segment) or 512 (two segments of 256)
+    ready_latency_g : positive := 27     -- the IP's rx_st_ready latency in clocks
+  );
+  port (
+    clk : in  std_logic;
+    rst : in  std_logic;
+    -- the IP's receive interface (one bit per 256-bit segment)
+    rx_st_data      : in  std_logic_vector(data_w_g-1 downto 0);
+    rx_st_empty     : in  std_logic_vector(3*data_w_g/256-1 downto 0);
+    rx_st_hdr       : in  std_logic_vector(data_w_g/2-1 downto 0);
+    rx_st_tlp_prfx  : in  std_logic_vector(data_w_g/8-1 downto 0);
+    rx_st_bar_range : in  std_logic_vector(3*data_w_g/256-1 downto 0);
+    rx_st_tlp_abort : in  std_logic_vector(data_w_g/256-1 downto 0);
+    rx_st_sop       : in  std_logic_vector(data_w_g/256-1 downto 0);
+    rx_st_eop       : in  std_logic_vector(data_w_g/256-1 downto 0);
+    rx_st_valid     : in  std_logic_vector(data_w_g/256-1 downto 0);
+    rx_st_ready     : out std_logic;
+    -- the engine's completion stream
+    cpl      : out cpl_r;
+    cpl_data : out std_logic_vector(data_w_g-1 downto 0);
+    cpl_keep : out std_logic_vector(data_w_g/32-1 downto 0);
+    -- pulse: a TLP that is not a completion was skipped
+    other    : out std_logic
+  );
+end entity mprace_pcie_ptile_rx;
+
+architecture rtl of mprace_pcie_ptile_rx is
+  constant datapath_ok_c : boolean := datapath_ok("mprace_pcie_ptile_rx", data_w_g);
+
+  constant LANES_c : natural := data_w_g / 32;
+  constant SEGS_c  : natural := data_w_g / 256;
+  constant SEG_W_c : natural := 256;
+
+  -- a queued beat: data, headers, sop, eop, valid
+  constant BEAT_W_c : natural := data_w_g + data_w_g/2 + 3*SEGS_c;
+  constant QUEUE_LOG2_c : natural := log2ceil(ready_latency_g + 8);
+  constant ROOM_c : natural := ready_latency_g + 3;   -- the latency, ready's register, margin
+
+  type two_process_r is record
+    seg     : natural range 0 to SEGS_c-1;        -- the segment of the head beat taken next
+    in_tlp  : std_logic;                          -- inside a TLP
+    is_cpl  : std_logic;                          -- ... which is a completion
+    rem_dw  : unsigned(10 downto 0);              -- its payload dwords still to come
+    piece   : natural range 0 to SEGS_c-1;        -- its next piece's half of the output beat
+    first   : std_logic;                          -- no output beat of it yet
+    hdr     : cpl_r;                              -- its fields
+    low     : std_logic_vector(SEG_W_c-1 downto 0);   -- 512: a piece waiting for its upper half
+    low_n   : natural range 0 to 8;
+    -- output
+    o       : cpl_r;
+    o_data  : std_logic_vector(data_w_g-1 downto 0);
+    o_keep  : std_logic_vector(LANES_c-1 downto 0);
+    other   : std_logic;
+  end record;
+  constant CPL_NONE_c : cpl_r := (valid => '0', sop => '0', eop => '0', tag => (others => '0'),
+    err => CPL_OK_c, done => '0', bytes => (others => '0'));
+  constant R_INIT_c : two_process_r := (seg => 0, in_tlp => '0', is_cpl => '0',
+    rem_dw => (others => '0'), piece => 0, first => '0', hdr => CPL_NONE_c,
+    low => (others => '0'), low_n => 0, o => CPL_NONE_c, o_data => (others => '0'),
+    o_keep => (others => '0'), other => '0');
+
+  signal r, r_next  : two_process_r := R_INIT_c;
+  signal q_in       : std_logic_vector(BEAT_W_c-1 downto 0);
+  signal q_push     : std_logic;
+  signal q_valid    : std_logic;
+  signal q_pop      : std_logic;
+  signal q_out      : std_logic_vector(BEAT_W_c-1 downto 0);
+  signal q_level    : unsigned(QUEUE_LOG2_c downto 0);
+  signal q_in_ready : std_logic;
+  signal ready_q    : std_logic := '0';
+
+  -- the completion fields of a header (dword 0 in bits 127:96)
+  function cpl_fields(h : std_logic_vector(127 downto 0)) return cpl_r is
+    variable c  : cpl_r := CPL_NONE_c;
+    variable bc : unsigned(12 downto 0);
+  begin
+    c.tag := unsigned(h(64-32+15 downto 64-32+8));          -- dword 2 bits 15:8
+    bc := '0' & unsigned(h(64+11 downto 64));               -- dword 1 bits 11:0, 0 = 4096
+    if bc = 0 then
+      bc := to_unsigned(4096, 13);
+    end if;
+    c.bytes := bc;
+    if h(64+15 downto 64+13) /= "000" or h(96+14) = '1' then   -- status, EP
+      c.err := CPL_FAILED_c;
+    end if;
+    return c;
+  end function;
+
+begin
+
+  -- the queue: rx_st_ready (registered) only while it has room for what the latency may bring
+  q_push <= '1' when unsigned(rx_st_valid) /= 0 else '0';
+  q_in   <= rx_st_data & rx_st_hdr & rx_st_sop & rx_st_eop & rx_st_valid;
+
+  i_queue : entity work.mprace_fifo
+    generic map (width_g => BEAT_W_c, depth_log2_g => QUEUE_LOG2_c)
+    port map (
+      clk => clk, rst => rst, flush => '0',
+      in_valid => q_push, in_ready => q_in_ready, in_data => q_in,
+      out_valid => q_valid, out_ready => q_pop, out_data => q_out, level => q_level);
+
+  p_ready : process(clk)
+  begin
+    if rising_edge(clk) then
+      if q_level + ROOM_c <= 2**QUEUE_LOG2_c then
+        ready_q <= '1';
+      else
+        ready_q <= '0';
+      end if;
+      if rst = '1' then
+        ready_q <= '0';
+      end if;
+      assert rst = '1' or q_push = '0' or q_in_ready = '1'
+        report "mprace_pcie_ptile_rx: a beat arrived with the queue full (ready latency too low)"
+        severity failure;
+    end if;
+  end process;
+  rx_st_ready <= ready_q;
+
+  p_comb : process(all)
+    variable v       : two_process_r;
+    variable s       : natural range 0 to SEGS_c-1;
+    variable d       : std_logic_vector(SEG_W_c-1 downto 0);
+    variable h       : std_logic_vector(127 downto 0);
+    variable sop, eop, valid : std_logic;
+    variable n       : natural range 0 to 8;
+    variable last    : boolean;          -- this piece ends the completion
+    variable next_seg : boolean;         -- the head beat has another valid segment after s
+  begin
+    v := r;
+    v.o := CPL_NONE_c;
+    v.other := '0';
+    q_pop <= '0';
+    if q_valid = '1' then
+      s := r.seg;
+      d     := q_out(BEAT_W_c-1-(SEGS_c-1-s)*SEG_W_c downto BEAT_W_c-(SEGS_c-s)*SEG_W_c);
+      h     := q_out(3*SEGS_c+128*s+127 downto 3*SEGS_c+128*s);
+      sop   := q_out(2*SEGS_c+s);
+      eop   := q_out(SEGS_c+s);
+      valid := q_out(s);
+      next_seg := false;
+      for t in 0 to SEGS_c-1 loop
+        if t > s and q_out(t) = '1' then
+          next_seg := true;
+        end if;
+      end loop;
+      if next_seg then
+        v.seg := s + 1;
+      else
+        v.seg := 0;
+        q_pop <= '1';
+      end if;
+
+      if valid = '1' then
+        if sop = '1' then
+          -- a new TLP: a completion (Type 01010, with or without data) or something else
+          v.in_tlp := not eop;
+          v.first  := '1';
+          v.piece  := 0;
+          v.low_n  := 0;
+          if h(96+28 downto 96+24) = "01010" and h(96+31) = '0' and h(96+29) = '0' then
+            v.is_cpl := '1';
+            v.hdr    := cpl_fields(h);
+            -- the request is done when this completion carries all its remaining bytes, or
+            -- fails it (no data)
+            v.hdr.done := '1';
+            v.rem_dw   := (others => '0');
+            if h(96+30) = '1' then
+              v.rem_dw := '0' & unsigned(h(96+9 downto 96));
+              if v.rem_dw = 0 then
+                v.rem_dw := to_unsigned(1024, 11);
+              end if;
+              if v.hdr.bytes > shift_left(resize(v.rem_dw, 13), 2) then
+                v.hdr.done := '0';
+              end if;
+            end if;
+          else
+            v.is_cpl := '0';
+            v.other  := '1';
+          end if;
+        end if;
+        if v.is_cpl = '1' then
+          -- this segment's payload dwords
+          if v.rem_dw > 8 then
+            n := 8;
+          else
+            n := to_integer(v.rem_dw);
+          end if;
+          v.rem_dw := v.rem_dw - n;
+          last := eop = '1';
+          v.o.tag   := v.hdr.tag;
+          v.o.err   := v.hdr.err;
+          v.o.bytes := v.hdr.bytes;
+          v.o.done  := v.hdr.done;
+          if SEGS_c = 1 then
+            v.o.valid := '1';
+            v.o.sop   := v.first;
+            v.o.eop   := eop;
+            v.o_data  := d;
+            v.o_keep  := ones(n, LANES_c);
+            v.first   := '0';
+          elsif v.piece = 0 and not last then
+            v.low   := d;                  -- the lower half of an output beat: wait for the upper
+            v.low_n := n;
+            v.piece := 1;
+          else
+            v.o.valid := '1';
+            v.o.sop   := v.first;
+            v.o.eop   := eop;
+            if v.piece = 0 then
+              v.o_data := (data_w_g-1 downto SEG_W_c => '0') & d;
+              v.o_keep := ones(n, LANES_c);
+            else
+              v.o_data := d & r.low;
+              v.o_keep := ones(r.low_n + n, LANES_c);
+            end if;
+            v.piece := 0;
+            v.first := '0';
+          end if;
+        end if;
+        if eop = '1' then
+          v.in_tlp := '0';
+          v.is_cpl := '0';
+        end if;
+      end if;
+    end if;
+    r_next <= v;
+  end process;
+
+  p_seq : process(clk)
+  begin
+    if rising_edge(clk) then
+      r <= r_next;
+      if rst = '1' then
+        r <= R_INIT_c;
+      end if;
+    end if;
+  end process;
+
+  cpl      <= r.o;
+  cpl_data <= r.o_data;
+  cpl_keep <= r.o_keep;
+  other    <= r.other;
+
+end architecture rtl;

@@ -1,0 +1,126 @@
+# SPDX-License-Identifier: GPL-2.0
+"""mprace_pcie_ptile_rx (completions on Intel's P-tile receive interface as the engine's
+completion stream) driven by cocotbext-pcie's P-tile receive source with the IP's ready latency
+of 27 clocks, which packs a TLP into the second segment of the beat that ends another at 512
+bits: seeded random completions (1 to 300 payload dwords, the request done or not, poisoned,
+UR/CA without data) mixed with memory writes, sent at random times. Every completion must come
+out in order as payload-aligned beats (dword k of beat j in lane k), its payload dword for
+dword, with tag, byte count, done and error as sent; every memory write gives one pulse on
+`other`; no beat is lost when the source keeps sending after rx_st_ready falls (the adapter
+fails on a beat that finds its queue full). At 256 bits (one segment) and 512 bits (two)."""
+import random
+from pathlib import Path
+
+import cocotb
+import pytest
+from cocotb.clock import Clock
+from cocotb.triggers import RisingEdge, Timer
+from cocotbext.pcie.core.tlp import CplStatus, Tlp, TlpType
+from cocotbext.pcie.intel.ptile.interface import PTilePcieSource, PTileRxBus
+
+import rtl_build
+from pcie_env import env_int, pause_pattern, quiet_logs
+
+READY_LATENCY = 27   # the P-tile's rx_st_ready latency (cocotbext-pcie's model uses the same)
+OK, FAILED = 0, 1    # mprace_dma_pkg CPL_OK_c, CPL_FAILED_c
+
+
+def completion(rng, k):
+    """A random completion and what the engine must get for it."""
+    tlp = Tlp()
+    tlp.tag = k & 0xFF
+    kind = rng.random()
+    if kind < 0.1:
+        tlp.fmt_type = TlpType.CPL
+        tlp.status = rng.choice([CplStatus.UR, CplStatus.CA])
+        tlp.byte_count = 4 * rng.randint(1, 1024) & 0xFFF
+        return tlp, dict(tag=tlp.tag, data=[], bytes=tlp.byte_count or 4096, done=1, err=FAILED)
+    tlp.fmt_type = TlpType.CPL_DATA
+    words = rng.choice([1, 2, 7, 8, 9, 15, 16, 17, 32, rng.randint(1, 300)])
+    data = [rng.getrandbits(32) for _ in range(words)]
+    tlp.set_data(b"".join(w.to_bytes(4, "little") for w in data))
+    more = rng.choice([0, 0, 4 * rng.randint(1, 512)])
+    tlp.byte_count = (4 * words + more) & 0xFFF
+    tlp.ep = kind > 0.95
+    return tlp, dict(tag=tlp.tag, data=data, bytes=tlp.byte_count or 4096, done=int(more == 0),
+                     err=FAILED if tlp.ep else OK)
+
+
+def memory_write(rng):
+    tlp = Tlp()
+    tlp.fmt_type = TlpType.MEM_WRITE
+    tlp.set_addr_be_data(rng.getrandbits(12) & ~3, bytes(4))
+    return tlp
+
+
+@cocotb.test()
+async def completions(dut):
+    quiet_logs(dut)
+    rng = random.Random(env_int("MPRACE_SEED", 1))
+    busy = env_int("MPRACE_BUSY", 30) / 100
+    count = env_int("MPRACE_COUNT", 300)
+    lanes = len(dut.cpl_keep)
+    cocotb.start_soon(Clock(dut.clk, 4, "ns").start())
+    dut.rst.value = 1
+    for _ in range(4):
+        await RisingEdge(dut.clk)
+    src = PTilePcieSource(PTileRxBus.from_prefix(dut, "rx_st"), dut.clk, dut.rst,
+                          ready_latency=READY_LATENCY)
+    if busy:
+        src.set_pause_generator(pause_pattern(rng, busy))
+    for _ in range(4):
+        await RisingEdge(dut.clk)
+    dut.rst.value = 0
+
+    expected, writes = [], 0
+    for k in range(count):
+        if rng.random() < 0.1:
+            await src.send(memory_write(rng))
+            writes += 1
+        tlp, want = completion(rng, k)
+        expected.append(want)
+        await src.send(tlp)
+
+    got, others, cur = [], 0, None
+    quiet, second = 0, 0
+    while quiet < 200:
+        await RisingEdge(dut.clk)
+        others += int(dut.other.value)
+        if lanes == 16:   # a TLP starting in the second segment (a valid beat is taken)
+            second += int(dut.rx_st_sop.value) >> 1 & int(dut.rx_st_valid.value) >> 1 & 1
+        if not int(dut.cpl_valid.value):
+            quiet = quiet + 1 if src.empty() else 0
+            continue
+        quiet = 0
+        keep = int(dut.cpl_keep.value)
+        n = bin(keep).count("1")
+        assert keep == (1 << n) - 1, f"keep {keep:#x} not contiguous from lane 0"
+        words = [(int(dut.cpl_data.value) >> 32 * i) & 0xFFFFFFFF for i in range(n)]
+        fields = dict(tag=int(dut.cpl_tag.value), bytes=int(dut.cpl_bytes.value),
+                      done=int(dut.cpl_done.value), err=int(dut.cpl_err.value))
+        if int(dut.cpl_sop.value):
+            assert cur is None, f"completion {len(got)}: a new one began before the last ended"
+            cur = dict(fields, data=[])
+        assert cur is not None, "a beat outside a completion"
+        assert fields == {k: cur[k] for k in fields}, f"completion {len(got)}: fields changed inside it"
+        assert not cur["data"] or len(cur["data"]) % lanes == 0, \
+            f"completion {len(got)}: a beat after one with fewer than {lanes} dwords"
+        cur["data"] += words
+        if int(dut.cpl_eop.value):
+            got.append(cur)
+            cur = None
+    assert len(got) == len(expected), f"{len(got)} completions out of {len(expected)}"
+    for k, (g, e) in enumerate(zip(got, expected)):
+        assert g == e, f"completion {k}: got {dict(g, data=len(g['data']))}, want {dict(e, data=len(e['data']))}" \
+            + ("" if g["data"] == e["data"] else " (payload differs)")
+    assert others == writes, f"{others} other TLPs reported, {writes} sent"
+    assert lanes == 8 or second > count // 10, f"only {second} TLPs started in the second segment"
+
+
+@pytest.mark.parametrize("width", [256, 512], ids=lambda w: f"w{w}")
+@pytest.mark.parametrize("busy", [0, 40])
+def test_ptile_rx(busy, width):
+    rtl_build.run("ptile_rx_tb", "test_ptile_rx", "completions", f"ptile_rx_{busy}_w{width}",
+                  parameters={"data_w_g": width},
+                  env={"MPRACE_SEED": busy + width + 7, "MPRACE_BUSY": busy},
+                  extra_sources=[Path(__file__).parent / "ptile_rx_tb.vhd"])
