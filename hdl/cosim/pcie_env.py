@@ -33,6 +33,7 @@ from cocotbext.axi.address_space import MemoryRegion
 from cocotbext.pcie.core import RootComplex
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
+from cocotbext.pcie.intel.ptile import PTilePcieDevice, PTileRxBus, PTileTxBus
 from cocotbext.pcie.xilinx.us import UltraScalePcieDevice, UltraScalePlusPcieDevice
 from cocotbext.pcie.xilinx.us.tlp import ErrorCode, Tlp_us
 
@@ -121,7 +122,34 @@ class TB:
         self.rc.split_on_all_rcb = split_rcb
         self.rc.read_completion_boundary = rcb128
 
-        # the interface width is the engine's generic data_w_g
+        # the interface width is the engine's generic data_w_g; the top's ports say which block
+        self.ptile = hasattr(dut, "tx_st_data")
+        if self.ptile:
+            self._ptile_device(dut, msi_count)
+        else:
+            self._xilinx_device(dut, msi_count)
+        self.dev.functions[0].configure_bar(0, S.engine["bar0_size"])
+        self.rc.make_port().connect(self.dev)
+
+        # user streams idle until a test starts them
+        self.c2h = StreamSource(dut, "s_axis_c2h", dut.user_clk)
+        self.h2c = StreamSink(dut, "m_axis_h2c", dut.user_clk)
+
+        self.monitors = []
+        if monitor and not self.ptile:     # the P-tile sink checks its own framing
+            self.monitors = [
+                PacketMonitor(dut, "m_axis_rq", dut.user_clk),
+                PacketMonitor(dut, "m_axis_cc", dut.user_clk),
+            ]
+        self.completer = HostCompleter(self)
+        self.msi = [0] * 32
+        self.msi_event = Event()
+        self.mem = None
+        self._bump = 0
+
+    def _xilinx_device(self, dut, msi_count):
+        """cocotbext-pcie's UltraScale (256 bits) or UltraScale+ (512 bits) block around
+        mprace_dma_top."""
         self.width = len(dut.m_axis_rq_tdata)
         self.beat_bytes = self.width // 8
         if self.width == 512:
@@ -167,24 +195,24 @@ class TB:
         for sig in (dut.cfg_interrupt_sent, dut.cfg_interrupt_msi_mask_update):
             sig.value = 0
         dut.cfg_interrupt_msi_data.value = 0
-        self.dev.functions[0].configure_bar(0, S.engine["bar0_size"])
-        self.rc.make_port().connect(self.dev)
 
-        # user streams idle until a test starts them
-        self.c2h = StreamSource(dut, "s_axis_c2h", dut.user_clk)
-        self.h2c = StreamSink(dut, "m_axis_h2c", dut.user_clk)
-
-        self.monitors = []
-        if monitor:
-            self.monitors = [
-                PacketMonitor(dut, "m_axis_rq", dut.user_clk),
-                PacketMonitor(dut, "m_axis_cc", dut.user_clk),
-            ]
-        self.completer = HostCompleter(self)
-        self.msi = [0] * 32
-        self.msi_event = Event()
-        self.mem = None
-        self._bump = 0
+    def _ptile_device(self, dut, msi_count):
+        """cocotbext-pcie's Intel P-tile around mprace_dma_top_ptile: Gen3 x8 at 256 bits, Gen3
+        x16 (MPRACE_GEN=4: Gen4 x16) at 512, 250 MHz, MSI from the engine's memory writes."""
+        self.width = len(dut.tx_st_data)
+        self.beat_bytes = self.width // 8
+        self.gen = env_int("MPRACE_GEN", 3) if self.width == 512 else 3
+        self.lanes = 16 if self.width == 512 else 8
+        self.straddle = False
+        self.variant = f"p{self.width}"
+        self.dev = PTilePcieDevice(
+            port_num=0, pcie_generation=self.gen, pcie_link_width=self.lanes,
+            pld_clk_frequency=250e6, max_payload_size=512, enable_extended_tag=False,
+            pf0_msi_enable=True, pf0_msi_count=msi_count,
+            coreclkout_hip=dut.user_clk, reset_status=dut.user_reset,
+            rx_bus=PTileRxBus.from_prefix(dut, "rx_st"), tx_bus=PTileTxBus.from_prefix(dut, "tx_st"),
+            tl_cfg_func=dut.tl_cfg_func, tl_cfg_add=dut.tl_cfg_add, tl_cfg_ctl=dut.tl_cfg_ctl)
+        self.dev.log.setLevel(logging.WARNING)
 
     async def init(self, mem_size=32 << 20):
         await FallingEdge(self.dut.user_reset)

@@ -24,7 +24,7 @@ RTL_FILES = [
     "mprace_dma_regs.vhd", "mprace_dma_desc_fetch.vhd",
     "mprace_dma_c2h_src.vhd", "mprace_dma_wr.vhd", "mprace_dma_c2h.vhd", "mprace_dma_rd.vhd",
     "mprace_dma_h2c.vhd", "mprace_dma_patgen.vhd", "mprace_dma_checker.vhd",
-    "mprace_dma_core.vhd", "mprace_dma_top.vhd",
+    "mprace_dma_core.vhd", "mprace_dma_top.vhd", "mprace_dma_top_ptile.vhd",
 ]
 
 

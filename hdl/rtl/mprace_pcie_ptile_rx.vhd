@@ -13,8 +13,11 @@
 --   * Completion status other than SC, or a poisoned completion (EP), is CPL_FAILED_c, a
 --     completion without data gives one beat without payload. The P-tile reports completion
 --     timeouts on an interface of its own, not here.
---   * TLPs other than completions (BAR0 requests) are not taken here yet: each is skipped and
---     counted by a pulse on `other`.
+--   * Memory requests (the IP passes only those for BAR0) become register accesses: a write
+--     writes its first dword (reg_wr), a read of one dword reads it (reg_rd) and names what its
+--     completion needs (rd_*); a longer read is named with rd_ok = '0' for a Completer Abort.
+--     While reg_hold is high (a read waits for its data) no TLP is taken. Other TLPs are skipped
+--     with a pulse on `other`.
 library ieee;
 use ieee.std_logic_1164.all;
 use ieee.numeric_std.all;
@@ -45,7 +48,17 @@ entity mprace_pcie_ptile_rx is
     cpl      : out cpl_r;
     cpl_data : out std_logic_vector(data_w_g-1 downto 0);
     cpl_keep : out std_logic_vector(data_w_g/32-1 downto 0);
-    -- pulse: a TLP that is not a completion was skipped
+    -- register accesses (BAR0)
+    reg_wr    : out std_logic;
+    reg_rd    : out std_logic;                          -- with rd_*: a read to complete
+    reg_addr  : out std_logic_vector(11 downto 0);
+    reg_wdata : out std_logic_vector(31 downto 0);
+    reg_hold  : in  std_logic;
+    rd_ok     : out std_logic;                          -- '0': not a one-dword read
+    rd_id     : out std_logic_vector(15 downto 0);      -- requester ID
+    rd_tag    : out std_logic_vector(7 downto 0);
+    rd_low    : out std_logic_vector(6 downto 0);       -- lower address
+    -- pulse: a TLP that is neither a completion nor a memory request was skipped
     other    : out std_logic
   );
 end entity mprace_pcie_ptile_rx;
@@ -77,13 +90,20 @@ architecture rtl of mprace_pcie_ptile_rx is
     o_data  : std_logic_vector(data_w_g-1 downto 0);
     o_keep  : std_logic_vector(LANES_c-1 downto 0);
     other   : std_logic;
+    reg_wr, reg_rd, rd_ok : std_logic;
+    reg_addr : std_logic_vector(11 downto 0);
+    reg_wdata : dword_t;
+    rd_id   : std_logic_vector(15 downto 0);
+    rd_tag  : std_logic_vector(7 downto 0);
   end record;
   constant CPL_NONE_c : cpl_r := (valid => '0', sop => '0', eop => '0', tag => (others => '0'),
     err => CPL_OK_c, done => '0', bytes => (others => '0'));
   constant R_INIT_c : two_process_r := (seg => 0, in_tlp => '0', is_cpl => '0',
     rem_dw => (others => '0'), piece => 0, first => '0', hdr => CPL_NONE_c,
     low => (others => '0'), low_n => 0, o => CPL_NONE_c, o_data => (others => '0'),
-    o_keep => (others => '0'), other => '0');
+    o_keep => (others => '0'), other => '0', reg_wr => '0', reg_rd => '0', rd_ok => '0',
+    reg_addr => (others => '0'), reg_wdata => (others => '0'), rd_id => (others => '0'),
+    rd_tag => (others => '0'));
 
   signal r, r_next  : two_process_r := R_INIT_c;
   signal q_in       : std_logic_vector(BEAT_W_c-1 downto 0);
@@ -136,7 +156,7 @@ begin
       if rst = '1' then
         ready_q <= '0';
       end if;
-      assert rst = '1' or q_push = '0' or q_in_ready = '1'
+      assert not (rst = '0' and q_push = '1' and q_in_ready = '0')
         report "mprace_pcie_ptile_rx: a beat arrived with the queue full (ready latency too low)"
         severity failure;
     end if;
@@ -156,8 +176,10 @@ begin
     v := r;
     v.o := CPL_NONE_c;
     v.other := '0';
+    v.reg_wr := '0';
+    v.reg_rd := '0';
     q_pop <= '0';
-    if q_valid = '1' then
+    if q_valid = '1' and reg_hold = '0' and r.reg_rd = '0' then
       s := r.seg;
       d     := q_out(BEAT_W_c-1-(SEGS_c-1-s)*SEG_W_c downto BEAT_W_c-(SEGS_c-s)*SEG_W_c);
       h     := q_out(3*SEGS_c+128*s+127 downto 3*SEGS_c+128*s);
@@ -202,7 +224,28 @@ begin
             end if;
           else
             v.is_cpl := '0';
-            v.other  := '1';
+            if h(96+28 downto 96+24) = "00000" and h(96+31) = '0' then
+              -- a memory request to BAR0: 3- or 4-dword header, one register
+              if h(96+29) = '1' then
+                v.reg_addr := h(11 downto 2) & "00";
+              else
+                v.reg_addr := h(32+11 downto 32+2) & "00";
+              end if;
+              v.rd_id  := h(64+31 downto 64+16);
+              v.rd_tag := h(64+15 downto 64+8);
+              if h(96+30) = '1' then
+                v.reg_wr    := '1';
+                v.reg_wdata := d(31 downto 0);
+              else
+                v.reg_rd := '1';
+                v.rd_ok  := '0';
+                if h(96+9 downto 96) = "0000000001" then
+                  v.rd_ok := '1';
+                end if;
+              end if;
+            else
+              v.other := '1';
+            end if;
           end if;
         end if;
         if v.is_cpl = '1' then
@@ -267,5 +310,13 @@ begin
   cpl_data <= r.o_data;
   cpl_keep <= r.o_keep;
   other    <= r.other;
+  reg_wr    <= r.reg_wr;
+  reg_rd    <= r.reg_rd;
+  reg_addr  <= r.reg_addr;
+  reg_wdata <= r.reg_wdata;
+  rd_ok     <= r.rd_ok;
+  rd_id     <= r.rd_id;
+  rd_tag    <= r.rd_tag;
+  rd_low    <= r.reg_addr(6 downto 0);
 
 end architecture rtl;

@@ -12,6 +12,8 @@
 --     straddle_g off). The side bits of a second TLP in a beat are not taken.
 --   * Ready latency: the IP takes a beat in clock t only if it raised tx_st_ready in clock
 --     t - ready_latency_g; beats wait in a queue deep enough for the ones already decided.
+--   * Memory requests get the function's requester ID (req_id) in header dword 1; completions
+--     keep the completer and requester IDs they carry.
 -- Credits (tx_cdts_limit) are not watched: the engine bounds its non-posted requests by its
 -- completion budget, posted writes by nothing; see hdl/README "Attaching to an Intel board".
 library ieee;
@@ -36,13 +38,15 @@ entity mprace_pcie_ptile_tx is
     s_tlast  : in  std_logic;
     s_tvalid : in  std_logic;
     s_tready : out std_logic;
+    -- the function's requester ID (bus, device, function): the IP does not fill it in
+    req_id   : in  std_logic_vector(15 downto 0);
     -- the IP's transmit interface (one bit per 256-bit segment)
-    tx_st_data     : out std_logic_vector(data_w_g-1 downto 0);
-    tx_st_hdr      : out std_logic_vector(data_w_g/2-1 downto 0);
+    tx_st_data     : out std_logic_vector(data_w_g-1 downto 0) := (others => '0');
+    tx_st_hdr      : out std_logic_vector(data_w_g/2-1 downto 0) := (others => '0');
     tx_st_tlp_prfx : out std_logic_vector(data_w_g/8-1 downto 0);
-    tx_st_sop      : out std_logic_vector(data_w_g/256-1 downto 0);
-    tx_st_eop      : out std_logic_vector(data_w_g/256-1 downto 0);
-    tx_st_valid    : out std_logic_vector(data_w_g/256-1 downto 0);
+    tx_st_sop      : out std_logic_vector(data_w_g/256-1 downto 0) := (others => '0');
+    tx_st_eop      : out std_logic_vector(data_w_g/256-1 downto 0) := (others => '0');
+    tx_st_valid    : out std_logic_vector(data_w_g/256-1 downto 0) := (others => '0');
     tx_st_err      : out std_logic_vector(data_w_g/256-1 downto 0);
     tx_st_ready    : in  std_logic
   );
@@ -206,6 +210,9 @@ begin
         lanes := to_integer(unsigned(q_data(5 downto 1)));
         eop   := q_data(0);
         tx_st_data <= data;
+        if hdr(28 downto 24) = "00000" then
+          hdr(63 downto 48) := req_id;           -- a memory request: dword 1 bits 31:16
+        end if;
         tx_st_hdr  <= (others => '0');
         tx_st_hdr(127 downto 0) <= hdr(31 downto 0) & hdr(63 downto 32) & hdr(95 downto 64) &
                                    hdr(127 downto 96);   -- dword 0 in bits 127:96

@@ -9,8 +9,10 @@ interrupts, ring control, TEST_CONTROL, status after control) and test_dma_top_e
 (abort and reset, timeouts, descriptor and data read errors). Each pytest case runs one cocotb
 test in a fresh simulation; the model settings (MPS, MRRS, completion splitting, reordering,
 pauses, seed) come in through environment variables. Data is compared byte for byte, errors
-by their code from spec/dma-engine.toml. Set HDL_SOAK=1 for the long soak.
+by their code from spec/dma-engine.toml. Set HDL_SOAK=1 for the long soak, HDL_PTILE_ALL=1 for
+every case on the Intel P-tile top.
 """
+import os
 import struct
 
 import pytest
@@ -22,6 +24,7 @@ import rtl_build
 from pcie_env import C2H, TB, S, env_int, pause_pattern
 
 TOPLEVEL = "mprace_dma_top"
+TOPLEVEL_PTILE = "mprace_dma_top_ptile"
 DESC = S.engine["desc_size"]
 PAGE = S.engine["page_size"]
 TEST_CONTROL = lambda **kw: S.val("TEST_CONTROL", **kw)  # noqa: E731
@@ -141,10 +144,14 @@ def apply_pauses(tb, level):
         return
     rng = tb.rng
     busy = 0.2 if level == 1 else 0.5
-    tb.dev.rq_sink.set_pause_generator(pause_pattern(rng, busy))
-    tb.dev.rc_source.set_pause_generator(pause_pattern(rng, busy))
-    tb.dev.cq_source.set_pause_generator(pause_pattern(rng, busy))
-    tb.dev.cc_sink.set_pause_generator(pause_pattern(rng, busy))
+    if tb.ptile:      # one receive and one transmit interface carry all four kinds of TLP
+        tb.dev.tx_sink.set_pause_generator(pause_pattern(rng, busy))
+        tb.dev.rx_source.set_pause_generator(pause_pattern(rng, busy))
+    else:
+        tb.dev.rq_sink.set_pause_generator(pause_pattern(rng, busy))
+        tb.dev.rc_source.set_pause_generator(pause_pattern(rng, busy))
+        tb.dev.cq_source.set_pause_generator(pause_pattern(rng, busy))
+        tb.dev.cc_sink.set_pause_generator(pause_pattern(rng, busy))
     tb.c2h.pause = pause_pattern(rng, busy)
     tb.h2c.pause = pause_pattern(rng, busy)
 
@@ -256,10 +263,26 @@ async def wait_for(cond, timeout_us, what, step_ns=200):
 
 # Every case runs at both widths: 256 bits (UltraScale, Gen3 x8) and 512 bits (UltraScale+,
 # Gen3 x16, RQ and RC straddling); "512n" (512 bits with rq_straddle_g and rc_straddle_g off,
-# the model without straddling) runs the cases in NO_STRADDLE.
-WIDTHS = ("256", "512", "512n")
+# the model without straddling) runs the cases in NO_STRADDLE. "p256" and "p512" are the Intel
+# P-tile top (mprace_dma_top_ptile, Gen3 x8 / x16) against cocotbext-pcie's P-tile model: the
+# cases in PTILE_CHECK, all of PTILE with HDL_PTILE_ALL=1 (timeouts needs the IP's completion
+# timeout interface, not attached yet).
+WIDTHS = ("256", "512", "512n", "p256", "p512")
 NO_STRADDLE = {"registers", "c2h_mps512", "c2h_packets_pauses", "h2c_reordered", "abort_reset",
                "throughput_mps256_mrrs512_gen3", "soak"}
+PTILE = {"registers", "test_logic", "interrupts_msi32", "interrupts_msi2", "interrupts_msi1",
+         "ring_control", "c2h_source_switch", "c2h_test_control_same_source",
+         "status_after_control", "c2h_mps128", "c2h_mps256", "c2h_mps512", "c2h_packet_edges128",
+         "c2h_packet_edges256", "c2h_packets_pauses", "h2c_mrrs128", "h2c_mrrs256", "h2c_mrrs512",
+         "h2c_mrrs1024", "h2c_mrrs2048", "h2c_split_rcb_pauses", "h2c_split_rcb128",
+         "h2c_reordered", "addr64", "abort_reset", "reset_during_transfers",
+         "desc_errors_C2H", "desc_errors_H2C", "h2c_read_errors_r0", "h2c_read_errors_r1",
+         "throughput_mps256_mrrs512_gen3"}
+# what `make check` runs of them: registers, test logic, MSI, data both ways with pauses and
+# reordered completions, abort and the error paths
+PTILE_CHECK = {"registers", "test_logic", "interrupts_msi32", "c2h_mps256", "c2h_packets_pauses",
+               "h2c_mrrs512", "h2c_reordered", "abort_reset", "desc_errors_H2C",
+               "h2c_read_errors_r1"}
 pytestmark = pytest.mark.parametrize("width", WIDTHS, ids=lambda w: f"w{w}")
 
 
@@ -267,12 +290,20 @@ def run(module, testcase, name=None, width="256", **env):
     """Runs cocotb test `testcase` of `module` at `width` (a WIDTHS entry), the model
     settings `env` passed as MPRACE_<NAME> variables."""
     name = name or testcase
-    params = {"data_w_g": int(width.rstrip("n"))}
+    toplevel = TOPLEVEL
+    if width.startswith("p"):
+        if name not in (PTILE if os.environ.get("HDL_PTILE_ALL") else PTILE_CHECK):
+            pytest.skip("P-tile: the cases in PTILE_CHECK (HDL_PTILE_ALL=1: PTILE)")
+        toplevel = TOPLEVEL_PTILE
+        width_bits = int(width[1:])
+    else:
+        width_bits = int(width.rstrip("n"))
+    params = {"data_w_g": width_bits}
     if width.endswith("n"):
         if name not in NO_STRADDLE:
             pytest.skip("without straddling: the cases in NO_STRADDLE")
         params["rq_straddle_g"] = "false"
         params["rc_straddle_g"] = "false"
         env["straddle"] = 0
-    rtl_build.run(TOPLEVEL, module, testcase, f"{name}_w{width}", parameters=params,
+    rtl_build.run(toplevel, module, testcase, f"{name}_w{width}", parameters=params,
                    env={f"MPRACE_{k.upper()}": v for k, v in env.items()})

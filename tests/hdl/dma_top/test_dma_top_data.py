@@ -251,12 +251,18 @@ def link_limits(tb, mps, mrrs, addr64=False):
     link = raw * mps / wire / 1e9
     # one beat per 4 ns: writes have a 4-dword descriptor on RQ, completions a 3-dword one on
     # RC; with straddling (512 bits) a write or a completion may start in the upper half of a
-    # beat, so each takes whole half beats, else whole beats
-    unit = tb.beat_bytes // 2 if tb.straddle else tb.beat_bytes
-    beats_wr = -(-(16 + mps) // unit) * unit / tb.beat_bytes
-    beats_cpl = -(-(12 + mps) // unit) * unit / tb.beat_bytes
+    # beat, so each takes whole half beats, else whole beats. The P-tile carries headers on a
+    # bus of their own: a TLP takes whole 256-bit segments of payload only (the bound of the
+    # interface; the engine's own stream still gives each write a 4-dword header slot)
+    if tb.ptile:
+        unit, hdr_wr, hdr_cpl = 32, 0, 0
+    else:
+        unit, hdr_wr, hdr_cpl = (tb.beat_bytes // 2 if tb.straddle else tb.beat_bytes), 16, 12
+    beats_wr = -(-(hdr_wr + mps) // unit) * unit / tb.beat_bytes
+    beats_cpl = -(-(hdr_cpl + mps) // unit) * unit / tb.beat_bytes
     # both directions at once: the writes share RQ with one read request (one beat) per MRRS
-    both = 1 / (beats_wr / mps + 1 / mrrs) / 4
+    req_beats = 32 / tb.beat_bytes if tb.ptile else 1     # a read request: one segment or beat
+    both = 1 / (beats_wr / mps + req_beats / mrrs) / 4
     return dict(link=link, rq=mps / (beats_wr * 4.0), rc=mps / (beats_cpl * 4.0), rq_both=both,
                 beats_wr=beats_wr)
 
@@ -489,7 +495,8 @@ def test_throughput(mps, mrrs, gen, width):
     size = os.environ.get("MPRACE_BENCH_BYTES", str((2 << 20) if os.environ.get("HDL_SOAK") else (512 << 10)))
     name = f"throughput_mps{mps}_mrrs{mrrs}_gen{gen}"
     run(MODULE, "throughput", name, mps=mps, mrrs=mrrs, gen=gen, bytes=size, width=width)
-    print((rtl_build.build_root() / f"throughput-w{width}-mps{mps}-mrrs{mrrs}-gen{gen}.csv").read_text())
+    variant = width if width.startswith("p") else f"w{width}"
+    print((rtl_build.build_root() / f"throughput-{variant}-mps{mps}-mrrs{mrrs}-gen{gen}.csv").read_text())
 
 
 def test_max_desc(width):

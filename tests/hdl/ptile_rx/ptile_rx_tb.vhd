@@ -28,6 +28,9 @@ entity ptile_rx_tb is
     cpl_bytes : out std_logic_vector(12 downto 0) := (others => '0');
     cpl_data  : out std_logic_vector(data_w_g-1 downto 0) := (others => '0');
     cpl_keep  : out std_logic_vector(data_w_g/32-1 downto 0) := (others => '0');
+    reg_wr    : out std_logic := '0';
+    reg_addr  : out std_logic_vector(11 downto 0) := (others => '0');
+    reg_wdata : out std_logic_vector(31 downto 0) := (others => '0');
     other     : out std_logic := '0'
   );
 end entity ptile_rx_tb;
@@ -43,7 +46,10 @@ begin
       rx_st_tlp_prfx => rx_st_tlp_prfx, rx_st_bar_range => rx_st_bar_range,
       rx_st_tlp_abort => rx_st_tlp_abort, rx_st_sop => rx_st_sop, rx_st_eop => rx_st_eop,
       rx_st_valid => rx_st_valid, rx_st_ready => rx_st_ready,
-      cpl => cpl, cpl_data => cpl_data, cpl_keep => cpl_keep, other => other);
+      cpl => cpl, cpl_data => cpl_data, cpl_keep => cpl_keep,
+      reg_wr => reg_wr, reg_rd => open, reg_addr => reg_addr, reg_wdata => reg_wdata,
+      reg_hold => '0', rd_ok => open, rd_id => open, rd_tag => open, rd_low => open,
+      other => other);
   cpl_valid <= cpl.valid;
   cpl_sop   <= cpl.sop;
   cpl_eop   <= cpl.eop;

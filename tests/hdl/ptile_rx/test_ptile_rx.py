@@ -3,9 +3,10 @@
 completion stream) driven by cocotbext-pcie's P-tile receive source with the IP's ready latency
 of 27 clocks, which packs a TLP into the second segment of the beat that ends another at 512
 bits: seeded random completions (1 to 300 payload dwords, the request done or not, poisoned,
-UR/CA without data) mixed with memory writes, sent at random times. Every completion must come
-out in order as payload-aligned beats (dword k of beat j in lane k), its payload dword for
-dword, with tag, byte count, done and error as sent; every memory write gives one pulse on
+UR/CA without data) mixed with BAR0 register writes (3- and 4-dword headers) and I/O writes,
+sent at random times. Every completion must come out in order as payload-aligned beats (dword k
+of beat j in lane k), its payload dword for dword, with tag, byte count, done and error as sent;
+every register write one reg_wr with its offset and data, in order; every I/O write one pulse on
 `other`; no beat is lost when the source keeps sending after rx_st_ready falls (the adapter
 fails on a beat that finds its queue full). At 256 bits (one segment) and 512 bits (two)."""
 import random
@@ -46,10 +47,21 @@ def completion(rng, k):
                      err=FAILED if tlp.ep else OK)
 
 
-def memory_write(rng):
+def register_write(rng):
+    """A one-dword write into BAR0 (the BAR at a random base below or above 4 GiB) and the
+    register access it must give."""
     tlp = Tlp()
-    tlp.fmt_type = TlpType.MEM_WRITE
-    tlp.set_addr_be_data(rng.getrandbits(12) & ~3, bytes(4))
+    base = rng.choice([0x8000_0000, 0x4_0000_0000])
+    tlp.fmt_type = TlpType.MEM_WRITE_64 if base >> 32 else TlpType.MEM_WRITE
+    off, val = rng.getrandbits(12) & ~3, rng.getrandbits(32)
+    tlp.set_addr_be_data(base + off, val.to_bytes(4, "little"))
+    return tlp, (off, val)
+
+
+def io_write(rng):
+    tlp = Tlp()
+    tlp.fmt_type = TlpType.IO_WRITE
+    tlp.set_addr_be_data(rng.getrandbits(16) & ~3, bytes(4))
     return tlp
 
 
@@ -72,20 +84,26 @@ async def completions(dut):
         await RisingEdge(dut.clk)
     dut.rst.value = 0
 
-    expected, writes = [], 0
+    expected, writes, others_sent = [], [], 0
     for k in range(count):
         if rng.random() < 0.1:
-            await src.send(memory_write(rng))
-            writes += 1
+            tlp, access = register_write(rng)
+            await src.send(tlp)
+            writes.append(access)
+        if rng.random() < 0.03:
+            await src.send(io_write(rng))
+            others_sent += 1
         tlp, want = completion(rng, k)
         expected.append(want)
         await src.send(tlp)
 
-    got, others, cur = [], 0, None
+    got, others, cur, accesses = [], 0, None, []
     quiet, second = 0, 0
     while quiet < 200:
         await RisingEdge(dut.clk)
         others += int(dut.other.value)
+        if int(dut.reg_wr.value):
+            accesses.append((int(dut.reg_addr.value), int(dut.reg_wdata.value)))
         if lanes == 16:   # a TLP starting in the second segment (a valid beat is taken)
             second += int(dut.rx_st_sop.value) >> 1 & int(dut.rx_st_valid.value) >> 1 & 1
         if not int(dut.cpl_valid.value):
@@ -113,7 +131,8 @@ async def completions(dut):
     for k, (g, e) in enumerate(zip(got, expected)):
         assert g == e, f"completion {k}: got {dict(g, data=len(g['data']))}, want {dict(e, data=len(e['data']))}" \
             + ("" if g["data"] == e["data"] else " (payload differs)")
-    assert others == writes, f"{others} other TLPs reported, {writes} sent"
+    assert accesses == writes, f"register writes {accesses[:4]}..., want {writes[:4]}..."
+    assert others == others_sent, f"{others} other TLPs reported, {others_sent} I/O writes sent"
     assert lanes == 8 or second > count // 10, f"only {second} TLPs started in the second segment"
 
 

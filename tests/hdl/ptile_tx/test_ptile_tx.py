@@ -51,6 +51,8 @@ async def requests(dut):
     dut.rst.value = 1
     dut.s_tvalid.value = 0
     dut.s_side.value = 0
+    req_id = rng.getrandbits(16)
+    dut.req_id.value = req_id
     for _ in range(4):
         await RisingEdge(dut.clk)
     src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s"), dut.clk, dut.rst)
@@ -76,7 +78,8 @@ async def requests(dut):
     for k in range(count):
         frame = await with_timeout(sink.recv(), 200, "us")
         want = expected[k]
-        assert frame.hdr == want["hdr"], f"TLP {k}: header {frame.hdr:#034x}, want {want['hdr']:#034x}"
+        want_hdr = want["hdr"] | req_id << 80     # the requester ID: dword 1 bits 31:16
+        assert frame.hdr == want_hdr, f"TLP {k}: header {frame.hdr:#034x}, want {want_hdr:#034x}"
         assert list(frame.data) == want["data"], \
             f"TLP {k}: {len(frame.data)} payload dwords differ from the {len(want['data'])} sent"
         tlp = frame.to_tlp()
