@@ -21,7 +21,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 import rtl_build  # noqa: E402  (the RTL's source list, one place; next to this file)
 
-TOPLEVEL = "mprace_dma_top"
+# the top for each PCIe block (the sim: option block=)
+TOPLEVELS = {"xilinx": "mprace_dma_top", "ptile": "mprace_dma_top_ptile"}
 
 
 def cache_root():
@@ -34,8 +35,8 @@ def cache_root():
     return Path(base) / "mprace"
 
 
-def build():
-    digest = hashlib.sha256()
+def build(toplevel):
+    digest = hashlib.sha256(toplevel.encode() + b"\0")
     for src in rtl_build.SOURCES:
         # the path too: GHDL's mcode build keeps no code, it reads the sources again when the
         # simulation starts, so a library is only valid while its sources stay where they were
@@ -46,7 +47,7 @@ def build():
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (bdir / ".built").exists():
             from cocotb_tools.runner import get_runner
-            get_runner("ghdl").build(sources=rtl_build.SOURCES, hdl_toplevel=TOPLEVEL,
+            get_runner("ghdl").build(sources=rtl_build.SOURCES, hdl_toplevel=toplevel,
                                      build_dir=bdir, build_args=["--std=08"], always=True)
             (bdir / ".built").touch()
     return bdir
@@ -61,8 +62,12 @@ def main():
         import find_libpython
     except ImportError as e:
         sys.exit(f"sim: {e.name} missing in {sys.executable}: ./bootstrap.sh check builds the venv")
+    block = os.environ.get("MPRACE_SIM_BLOCK", "xilinx")
+    if block not in TOPLEVELS:
+        sys.exit(f"sim: block {block}: xilinx or ptile")
+    toplevel = TOPLEVELS[block]
     try:
-        bdir = build()
+        bdir = build(toplevel)
     except Exception as e:      # GHDL's own messages are in the log above this line
         sys.exit(f"sim: analysing the RTL failed ({e})")
     env = dict(os.environ)
@@ -74,7 +79,7 @@ def main():
         "PYGPI_PYTHON_BIN": sys.executable,
         "PYTHONPATH": os.pathsep.join([str(HERE)] + sys.path),
         "PATH": env.get("PATH", "/usr/bin:/bin") + os.pathsep + str(cfg.libs_dir),
-        "COCOTB_TOPLEVEL": TOPLEVEL,
+        "COCOTB_TOPLEVEL": toplevel,
         "COCOTB_TEST_MODULES": "sim_board",
         "TOPLEVEL_LANG": "vhdl",
         "COCOTB_TRUST_INERTIAL_WRITES": "1",
@@ -85,7 +90,7 @@ def main():
     width = env.get("MPRACE_SIM_WIDTH", "256")
     if width not in ("256", "512"):
         sys.exit(f"sim: width {width}: the engine is 256 or 512 bits wide")
-    cmd = ["ghdl", "-r", "--work=top", "--std=08", f"--workdir={bdir}", TOPLEVEL,
+    cmd = ["ghdl", "-r", "--work=top", "--std=08", f"--workdir={bdir}", toplevel,
            f"-gdata_w_g={width}", "--vpi=" + cfg.lib_entry("vpi", "ghdl"),
            "--ieee-asserts=disable-at-0"]
     if env.get("MPRACE_SIM_WAVE"):

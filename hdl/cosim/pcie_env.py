@@ -214,6 +214,16 @@ class TB:
             tl_cfg_func=dut.tl_cfg_func, tl_cfg_add=dut.tl_cfg_add, tl_cfg_ctl=dut.tl_cfg_ctl)
         self.dev.log.setLevel(logging.WARNING)
 
+    def pause_block(self, rng, busy):
+        """Backpressure on the block's streams, `busy` (0..1) of the time: Xilinx's four (RQ,
+        RC, CQ, CC), the P-tile's two (transmit, receive)."""
+        if self.ptile:
+            streams = (self.dev.tx_sink, self.dev.rx_source)
+        else:
+            streams = (self.dev.rq_sink, self.dev.rc_source, self.dev.cq_source, self.dev.cc_sink)
+        for stream in streams:
+            stream.set_pause_generator(pause_pattern(rng, busy))
+
     async def init(self, mem_size=32 << 20):
         await FallingEdge(self.dut.user_reset)
         await Timer(100, "ns")

@@ -24,7 +24,7 @@ from cocotbext.axi.address_space import Region
 from cocotbext.pcie.core.tlp import Tlp
 from cocotbext.pcie.core.utils import PcieId
 
-from pcie_env import TB, HostCompleter, S, SPEC, pause_pattern  # the PCIe environment (next to this file)
+from pcie_env import TB, HostCompleter, S, SPEC  # the PCIe environment (next to this file)
 from wire import HDR, REQ_RD32, REQ_WR32, REQ_CFGRD, REQ_CFGWR, REQ_QUIT  # the socket protocol
 from wire import DEV_MEMRD, DEV_MEMWR, DEV_MSI, DEV_HELLO, HOST_BASE
 
@@ -132,11 +132,9 @@ async def board(dut):
     tb.completer.split = bool(opt("SPLIT", 0))
     tb.completer.reorder = bool(opt("REORDER", 0))
     tb.rc.mem_address_space.register_region(AppMemory(app), HOST_BASE, offset=None)
-    busy = opt("PAUSE", 0) / 100     # backpressure on the core's four streams
+    busy = opt("PAUSE", 0) / 100     # backpressure on the block's streams
     if busy:
-        rng = random.Random(opt("SEED", 1) ^ 0xBAC)
-        for stream in (tb.dev.rq_sink, tb.dev.rc_source, tb.dev.cq_source, tb.dev.cc_sink):
-            stream.set_pause_generator(pause_pattern(rng, busy))
+        tb.pause_block(random.Random(opt("SEED", 1) ^ 0xBAC), busy)
     ids = SPEC["ids"]            # what the PCIe IP of a board is configured with
     fn = tb.dev.functions[0]
     fn.vendor_id, fn.device_id, fn.class_code = ids["vendor"], ids["device"], ids["class"]

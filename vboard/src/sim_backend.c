@@ -177,7 +177,7 @@ static int spawn_sim(struct sim_dev *s, int req_child, int dev_child)
 	/* a Python with cocotb and cocotbext-pcie: named by the variable, else python3 on PATH */
 	const char *python = env_or("MPRACE_SIM_PYTHON", "python3");
 	const char *dir = env_or("MPRACE_SIM_DIR", MPRACE_SIM_DIR);
-	char launcher[4096], vars[11][300], tmpl[] = "/tmp/mprace-sim-XXXXXX";
+	char launcher[4096], vars[12][300], tmpl[] = "/tmp/mprace-sim-XXXXXX";
 	char *argv[] = { (char *)python, launcher, NULL };
 	char **envp;
 	size_t n = 0, i, k;
@@ -216,18 +216,20 @@ static int spawn_sim(struct sim_dev *s, int req_child, int dev_child)
 	snprintf(vars[7], sizeof(vars[7]), "MPRACE_SIM_POLL_NS=%u", s->opt.poll_ns);
 	snprintf(vars[8], sizeof(vars[8]), "MPRACE_SIM_PAUSE=%u", s->opt.pause);
 	snprintf(vars[9], sizeof(vars[9]), "MPRACE_SIM_WIDTH=%u", s->opt.width);
+	snprintf(vars[10], sizeof(vars[10]), "MPRACE_SIM_BLOCK=%s",
+		 s->opt.block == SIM_BLOCK_PTILE ? "ptile" : "xilinx");
 	while (environ[n])
 		n++;
-	envp = calloc(n + 12, sizeof(*envp));
+	envp = calloc(n + 13, sizeof(*envp));
 	if (!envp)
 		return -ENOMEM;
 	/* ours first: getenv takes the first of duplicates, so the device name's options win
 	 * over variables of the same names in this process's environment */
-	for (i = 0; i < 10; i++)
+	for (i = 0; i < 11; i++)
 		envp[i] = vars[i];
 	if (s->opt.wave[0]) {
-		snprintf(vars[10], sizeof(vars[10]), "MPRACE_SIM_WAVE=%s", s->opt.wave);
-		envp[i++] = vars[10];
+		snprintf(vars[11], sizeof(vars[11]), "MPRACE_SIM_WAVE=%s", s->opt.wave);
+		envp[i++] = vars[11];
 	}
 	for (k = 0; k < n; k++)
 		envp[i++] = environ[k];
@@ -460,7 +462,9 @@ static int sim_info(void *dev, struct pd_info *info)
 	}
 	info->max_payload = 128u << ((devctl >> 5) & 7);
 	info->max_read_request = 128u << ((devctl >> 12) & 7);
-	snprintf(info->name, sizeof(info->name), "simulated RTL (GHDL), %s",
+	snprintf(info->name, sizeof(info->name), "simulated RTL (GHDL), %s %s",
+		 s->opt.block == SIM_BLOCK_PTILE ? "Intel P-tile" :
+		 s->opt.width == 512 ? "UltraScale+" : "UltraScale",
 		 s->opt.width == 512 ? "Gen3 x16, 512-bit" : "Gen3 x8, 256-bit");
 	return 0;
 }
