@@ -676,15 +676,13 @@ def pattern_bytes(seed, words):
 
 def req_tlp(frame):
     """A memory request TLP of the engine's request stream (one AXI4-Stream frame of dwords): the
-    header's fields and the payload after the 4-dword slot. Checks what PCIe asks of the header:
-    a memory request, the 3-dword form below 4 GiB, byte enables of whole dwords."""
+    header's fields and the payload after the 4-dword slot. Checks the header: a memory
+    request in the 4-dword form the core always writes (mprace_dma_pkg), byte enables of whole
+    dwords."""
     d = list(frame.tdata)
     fmt, typ = d[0] >> 29, (d[0] >> 24) & 0x1F
-    assert typ == 0 and fmt in (0b000, 0b001, 0b010, 0b011), f"not a memory request: {d[0]:#010x}"
-    four = fmt & 1
-    addr = ((d[2] << 32) | (d[3] & ~3)) if four else (d[2] & ~3)
-    assert not four or addr >> 32, f"4-dword header for address {addr:#x} below 4 GiB"
-    assert four or d[3] == 0, "3-dword header: the slot's fourth dword is not zero"
+    assert typ == 0 and fmt in (0b001, 0b011), f"not a 4-dword memory request: {d[0]:#010x}"
+    addr = (d[2] << 32) | (d[3] & ~3)
     dwords = (d[0] & 0x3FF) or 1024
     first_be, last_be = d[1] & 0xF, (d[1] >> 4) & 0xF
     assert first_be == 0xF and last_be == (0xF if dwords > 1 else 0), \

@@ -24,8 +24,12 @@ package mprace_dma_pkg is
   -- of beats (data, keep per dword, side, last). A TLP starts in lane 0, or at 512 bits also in
   -- lane 8 (the second segment, after a TLP that ended in the first: UltraScale+ straddling and
   -- the P-tile's two segments alike). Its first four dwords are the header slot: the PCIe TLP
-  -- header as on the link (dword k of the header in lane k, header bit 31 the first byte's MSB),
-  -- a 3-dword header followed by a zero dword; the payload follows from the fifth dword. A packet
+  -- header (dword k of the header in lane k, header bit 31 the first byte's MSB), always in the
+  -- 4-dword form with the 64-bit address; the payload follows from the fifth dword. A front end
+  -- that puts headers on the link turns those below 4 GiB into the 3-dword form PCIe requires
+  -- there (mprace_pcie_ptile_tx); one that takes the address apart (the Xilinx RQ descriptor)
+  -- reads it from dwords 2-3 (one fixed place: choosing the form in the core cost 1,600 LUTs
+  -- at 512 bits). A packet
   -- ends with `last`; with two segments a packet may hold several TLPs back to back, and the
   -- beats where one TLP ends before lane 8 and the next starts in lane 8 say so in `side`:
   --   REQ_SOP_HI_c  a TLP starts in lane 8 of this beat
@@ -41,15 +45,13 @@ package mprace_dma_pkg is
   -- PCIe TLP header fields the engine writes and the adapters read (PCIe Base Specification,
   -- memory requests): Fmt/Type in dword 0 bits 31:24, Length 9:0 (0 means 1024 dwords);
   -- dword 1: requester ID 31:16, tag 15:8, last/first DW byte enables 7:4 / 3:0; then the
-  -- address, 64 bits in dwords 2-3 (4-dword header) or 32 bits in dword 2 (3-dword header,
-  -- required below 4 GiB).
+  -- address, 64 bits in dwords 2-3 (4-dword header) or 32 bits in dword 2 (3-dword header).
   constant TLP_FMT_4DW_c  : natural := 29;   -- Fmt bit 0: 4-dword header
   constant TLP_FMT_DATA_c : natural := 30;   -- Fmt bit 1: with data (a write)
-  -- a memory request for `dwords` (1 .. 1024) whole dwords at addr
+  -- a memory request for `dwords` (1 .. 1024) whole dwords at addr, in the 4-dword form
   function tlp_mem_req(addr : std_logic_vector(63 downto 0); dwords : unsigned(10 downto 0);
                        write : boolean; tag : natural) return std_logic_vector;
   function tlp_dwords(hdr : std_logic_vector(127 downto 0)) return unsigned;   -- 11 bits
-  function tlp_addr(hdr : std_logic_vector(127 downto 0)) return std_logic_vector;   -- 64 bits
   function tlp_tag(hdr : std_logic_vector(127 downto 0)) return std_logic_vector;   -- 8 bits
   function tlp_is_write(hdr : std_logic_vector(127 downto 0)) return boolean;
   function tlp_first_be(hdr : std_logic_vector(127 downto 0)) return std_logic_vector;
@@ -268,13 +270,9 @@ package body mprace_dma_pkg is
     if dwords > 1 then
       h(32+7 downto 32+4) := "1111";             -- a one-dword request has last BE 0
     end if;
-    if addr(63 downto 32) = x"00000000" then
-      h(64+31 downto 64+2) := addr(31 downto 2);
-    else
-      h(TLP_FMT_4DW_c) := '1';
-      h(64+31 downto 64) := addr(63 downto 32);
-      h(96+31 downto 96+2) := addr(31 downto 2);
-    end if;
+    h(TLP_FMT_4DW_c) := '1';
+    h(64+31 downto 64) := addr(63 downto 32);
+    h(96+31 downto 96+2) := addr(31 downto 2);
     return h;
   end function;
 
@@ -288,16 +286,6 @@ package body mprace_dma_pkg is
     return n;
   end function;
 
-  function tlp_addr(hdr : std_logic_vector(127 downto 0)) return std_logic_vector is
-    variable a : std_logic_vector(63 downto 0) := (others => '0');
-  begin
-    if hdr(TLP_FMT_4DW_c) = '1' then
-      a := hdr(64+31 downto 64) & hdr(96+31 downto 96+2) & "00";
-    else
-      a(31 downto 0) := hdr(64+31 downto 64+2) & "00";
-    end if;
-    return a;
-  end function;
 
   function tlp_tag(hdr : std_logic_vector(127 downto 0)) return std_logic_vector is
   begin

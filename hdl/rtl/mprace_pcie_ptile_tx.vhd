@@ -12,8 +12,9 @@
 --     straddle_g off). The side bits of a second TLP in a beat are not taken.
 --   * Ready latency: the IP takes a beat in clock t only if it raised tx_st_ready in clock
 --     t - ready_latency_g; beats wait in a queue deep enough for the ones already decided.
---   * Memory requests get the function's requester ID (req_id) in header dword 1; completions
---     keep the completer and requester IDs they carry.
+--   * Memory requests get the function's requester ID (req_id) in header dword 1, and those
+--     below 4 GiB the 3-dword header PCIe requires (the core writes the 4-dword form);
+--     completions keep the completer and requester IDs they carry.
 -- Credits (tx_cdts_limit) are not watched: the engine bounds its non-posted requests by its
 -- completion budget, posted writes by nothing; see hdl/README "Attaching to an Intel board".
 library ieee;
@@ -212,6 +213,11 @@ begin
         tx_st_data <= data;
         if hdr(28 downto 24) = "00000" then
           hdr(63 downto 48) := req_id;           -- a memory request: dword 1 bits 31:16
+          if hdr(TLP_FMT_4DW_c) = '1' and hdr(95 downto 64) = x"00000000" then
+            hdr(TLP_FMT_4DW_c) := '0';           -- below 4 GiB: the 3-dword form
+            hdr(95 downto 64)  := hdr(127 downto 96);
+            hdr(127 downto 96) := (others => '0');
+          end if;
         end if;
         tx_st_hdr  <= (others => '0');
         tx_st_hdr(127 downto 0) <= hdr(31 downto 0) & hdr(63 downto 32) & hdr(95 downto 64) &

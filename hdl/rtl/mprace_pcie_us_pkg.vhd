@@ -32,8 +32,8 @@ package mprace_pcie_us_pkg is
   constant RC_ERR_NONE_c    : std_logic_vector(3 downto 0) := "0000";
   constant RC_ERR_TIMEOUT_c : std_logic_vector(3 downto 0) := "1001";
 
-  -- the RQ descriptor (4 dwords) of a request whose TLP header is hdr: address type
-  -- untranslated, requester ID filled in by the block, TC, attributes, ECRC 0
+  -- the RQ descriptor (4 dwords) of a request whose TLP header is hdr (the core's 4-dword form):
+  -- address type untranslated, requester ID filled in by the block, TC, attributes, ECRC 0
   function rq_desc(hdr : std_logic_vector(127 downto 0)) return std_logic_vector;
   -- the engine's completion error (CPL_*_c) of an RC descriptor's error code
   function rc_cpl_err(code : std_logic_vector(3 downto 0)) return std_logic_vector;
@@ -71,7 +71,7 @@ package body mprace_pcie_us_pkg is
     variable d : std_logic_vector(127 downto 0) := (others => '0');
     variable a : std_logic_vector(63 downto 0);
   begin
-    a := tlp_addr(hdr);
+    a := hdr(64+31 downto 64) & hdr(96+31 downto 96);
     d(31 downto 2)   := a(31 downto 2);          -- 1:0 address type: untranslated
     d(63 downto 32)  := a(63 downto 32);
     d(74 downto 64)  := std_logic_vector(tlp_dwords(hdr));

@@ -389,6 +389,7 @@ static const struct bad_name bad_names[] = {
 	{ "emu:kmax=1G", "kmax=1G" },
 	{ "emu:maxseg=1000", "maxseg=1000" },
 	{ "emu:linkdown=c2h,linkdown=h2c", "linkdown=h2c" },
+	{ "emu:block=ptile", "unknown option 'block'" },
 };
 
 /* sim: parses its options before it starts a simulator: the same rules as emu: (a key given
@@ -406,6 +407,8 @@ static const struct bad_name sim_bad_names[] = {
 	{ "sim:link=gen3x8", "unknown option 'link'" },
 	{ "sim:mps=2048", "mps=2048" },
 	{ "sim:width=384", "width=384" },
+	{ "sim:block=altera", "block=altera" },
+	{ "sim:block=", "missing value" },
 	{ "sim:iova=0x1000", "4 GiB" },
 	{ "sim:maxseg=6K", "maxseg=6K" },
 	{ "sim:sg=pagez", "sg=pagez" },
@@ -418,6 +421,7 @@ START_TEST(test_sim_options_good)
 {
 	static const char *const names[] = {
 		"sim:maxseg=1G,sg=pages", "sim:kmax=4M,seed=7,iova=0x200000000", "sim:width=512",
+		"sim:block=ptile,width=512", "sim:block=xilinx",
 		"sim:mrrs=4K,mps=1K,msi=2", "sim:split=1,reorder=1,pause=30,poll=1000",
 		"sim:wave=/tmp/x.ghw,sg=merged,maxseg=64K",
 	};

@@ -2,10 +2,11 @@
 """mprace_pcie_ptile_tx (the request stream on Intel's P-tile transmit interface) against
 cocotbext-pcie's P-tile transmit sink with the IP's ready latency of 3 clocks: a cocotbext-axi
 source sends seeded random memory requests as the engine's requesters do (a TLP header in a
-4-dword slot, then the payload: reads without payload, writes of 1 to 200 dwords, 3- and
-4-dword headers) at random times while the sink drops tx_st_ready at random. Each TLP must reach
-the sink whole, in order, with its header on the header bus as sent (cocotbext-pcie reads the
-same address, length and tag from it) and its payload dword for dword; the sink itself fails a
+4-dword slot, then the payload: reads without payload, writes of 1 to 200 dwords, addresses
+below and above 4 GiB) at random times while the sink drops tx_st_ready at random. Each TLP must reach
+the sink whole, in order, with its header on the header bus as sent, in the 3-dword form below
+4 GiB and with the function's requester ID (cocotbext-pcie reads the same address, length and
+tag from it) and its payload dword for dword; the sink itself fails a
 beat driven outside the ready latency or a frame that ends early or late. At 256 bits (one
 segment) and 512 bits (two)."""
 import random
@@ -25,8 +26,9 @@ READY_LATENCY = 3   # the P-tile's tx_st_ready latency (cocotbext-pcie's model u
 
 
 def request(rng):
-    """A random memory request as the engine's stream carries it (dwords) and what the sink
-    must see: the 128-bit header (dword 0 in bits 127:96) and the payload."""
+    """A random memory request as the engine's stream carries it (dwords, the 4-dword header
+    form) and what the sink must see: the 128-bit header (dword 0 in bits 127:96; the 3-dword
+    form below 4 GiB) and the payload."""
     write = rng.random() < 0.7
     payload = [rng.getrandbits(32) for _ in range(rng.choice([1, 2, 3, 4, 5, 8, 12, 13, 16, 17,
                                                               rng.randint(1, 200)]))] if write else []
@@ -35,9 +37,10 @@ def request(rng):
     four = addr >> 32 != 0
     tag = rng.getrandbits(8)
     be = 0xF | (0xF0 if dwords > 1 else 0)
-    hdr = [((2 if write else 0) | four) << 29 | dwords & 0x3FF, tag << 8 | be]
-    hdr += [addr >> 32, addr & 0xFFFFFFFF] if four else [addr & 0xFFFFFFFF, 0]
-    wire = hdr[0] << 96 | hdr[1] << 64 | hdr[2] << 32 | hdr[3]
+    dw0 = (2 if write else 0) << 29 | dwords & 0x3FF
+    hdr = [dw0 | 1 << 29, tag << 8 | be, addr >> 32, addr & 0xFFFFFFFF]
+    on_wire = [dw0 | four << 29, hdr[1]] + ([addr >> 32, addr & 0xFFFFFFFF] if four else [addr & 0xFFFFFFFF, 0])
+    wire = on_wire[0] << 96 | on_wire[1] << 64 | on_wire[2] << 32 | on_wire[3]
     return hdr + payload, dict(hdr=wire, data=payload, addr=addr, dwords=dwords, tag=tag, write=write)
 
 

@@ -3,7 +3,8 @@
 with cocotbext-axi: three sources send random memory requests (a PCIe TLP header and payload, as
 the engine's requesters do) at random times while the output stalls at random; each packet must
 come out whole (no beats of another input inside it, tvalid high from first to last beat), with
-its header turned into the RQ descriptor of the same request (PG156) and the payload unchanged,
+its header (the 4-dword form, addresses below and above 4 GiB) turned into the RQ descriptor of
+the same request (PG156) and the payload unchanged,
 in order per input, and be reported sent. Inputs deliver each packet without gaps, as the engine's request sources do (the mux
 passes gaps through: the core forbids them, so the sources must not make any). Input 0 is the
 bulk input (bulk_g, the engine's C2H writes): no packet of it may start while a packet of
@@ -104,10 +105,8 @@ async def random_packets(dut):
         addr = prng.getrandbits(prng.choice([30, 62])) << 2
         tag = p << 5 | k & 31
         be = 0xF | (0xF0 if dwords > 1 else 0)
-        four = addr >> 32 != 0
-        fmt = (2 if payload else 0) | four
-        hdr = [fmt << 29 | dwords & 0x3FF, tag << 8 | be]
-        hdr += [addr >> 32, addr & 0xFFFFFFFF] if four else [addr & 0xFFFFFFFF, 0]
+        fmt = (2 if payload else 0) | 1                 # the core's 4-dword form, any address
+        hdr = [fmt << 29 | dwords & 0x3FF, tag << 8 | be, addr >> 32, addr & 0xFFFFFFFF]
         desc = [addr & 0xFFFFFFFF, addr >> 32, dwords | (1 if payload else 0) << 11, tag]
         return hdr + payload, desc + payload, core_user(be, 4 + len(payload))
 
