@@ -86,10 +86,6 @@ architecture rtl of mprace_dma_top_ptile is
   constant P_MSI_c    : natural := 2;
   constant PORTS_c    : natural := 3;
 
-  constant VECTOR_c : integer_vector(0 to 2) :=
-    (IRQ_C2H_DONE_BIT_c => IRQ_C2H_DONE_VECTOR_c, IRQ_H2C_DONE_BIT_c => IRQ_H2C_DONE_VECTOR_c,
-     IRQ_ERROR_BIT_c => IRQ_ERROR_VECTOR_c);
-
   signal rst : std_logic;
 
   -- configuration (function 0)
@@ -140,14 +136,12 @@ architecture rtl of mprace_dma_top_ptile is
   signal cc : cc_r := (pend => '0', valid => '0', ok => '0', id => (others => '0'),
                        tag => (others => '0'), low => (others => '0'), data => (others => '0'));
 
-  -- MSI
-  type msi_r is record
-    active  : std_logic_vector(2 downto 0);     -- IRQ_STATUS and IRQ_ENABLE, last clock
-    pending : std_logic_vector(2 downto 0);     -- rising edges not yet signalled
-    valid   : std_logic;                        -- a message is offered
-    vector  : natural range 0 to 31;
-  end record;
-  signal msi : msi_r := (active => "000", pending => "000", valid => '0', vector => 0);
+  -- MSI: the message mprace_dma_msi fired, offered to the transmit mux until taken
+  signal msi_fire  : std_logic;
+  signal msi_done  : std_logic;
+  signal msi_vec   : natural range 0 to 31;
+  signal msi_valid : std_logic := '0';
+  signal msi_vec_q : natural range 0 to 31 := 0;
 
   function cpl_tlp(ok : std_logic; completer, requester : std_logic_vector(15 downto 0);
                    tag : std_logic_vector(7 downto 0); low : std_logic_vector(6 downto 0);
@@ -195,19 +189,6 @@ begin
           when others => null;
         end case;
       end if;
-    end if;
-  end process;
-
-  p_caps : process(all)
-  begin
-    msi_vectors <= (others => '0');
-    if msi_on = '1' then
-      case msi_mme is
-        when "000"  => msi_vectors <= x"1";
-        when "001"  => msi_vectors <= x"2";
-        when "010"  => msi_vectors <= x"4";
-        when others => msi_vectors <= x"8";
-      end case;
     end if;
   end process;
 
@@ -263,44 +244,24 @@ begin
   q_tvalid(P_CPL_c) <= cc.valid;
 
   ------------------------------------------------------------------ MSI
+  i_msi : entity work.mprace_dma_msi
+    port map (
+      clk => user_clk, rst => rst, irq_status => irq_status, irq_enable => irq_enable,
+      msi_on => msi_on, msi_mme => msi_mme, msi_vectors => msi_vectors,
+      fire => msi_fire, vector => msi_vec, done => msi_done);
+  msi_done <= msi_valid and q_tready(P_MSI_c);
+
   p_msi : process(user_clk)
-    variable act : std_logic_vector(2 downto 0);
-    variable pend : std_logic_vector(2 downto 0);
-    variable vec : natural range 0 to 31;
   begin
     if rising_edge(user_clk) then
-      act  := irq_status and irq_enable;
-      pend := msi.pending or (act and not msi.active);
-      msi.active <= act;
-      if msi.valid = '1' then
-        if q_tready(P_MSI_c) = '1' then
-          msi.valid <= '0';
-        end if;
-      elsif msi_on = '0' then
-        pend := (others => '0');
-      elsif pend /= "000" then
-        vec := 0;
-        if unsigned(msi_mme) >= 2 then
-          for s in 2 downto 0 loop
-            if pend(s) = '1' then
-              vec := VECTOR_c(s);
-            end if;
-          end loop;
-          for s in 0 to 2 loop
-            if VECTOR_c(s) = vec then
-              pend(s) := '0';
-            end if;
-          end loop;
-        else
-          pend := (others => '0');              -- one message for everything pending so far
-        end if;
-        msi.vector <= vec;
-        msi.valid  <= '1';
+      if msi_fire = '1' then
+        msi_valid <= '1';
+        msi_vec_q <= msi_vec;
+      elsif msi_done = '1' then
+        msi_valid <= '0';
       end if;
-      msi.pending <= pend;
       if rst = '1' then
-        msi.pending <= "000";
-        msi.valid   <= '0';
+        msi_valid <= '0';
       end if;
     end if;
   end process;
@@ -309,14 +270,14 @@ begin
     variable data : dword_t;
   begin
     data := x"0000" & msi_data;
-    data(4 downto 0) := data(4 downto 0) or std_logic_vector(to_unsigned(msi.vector, 5));
+    data(4 downto 0) := data(4 downto 0) or std_logic_vector(to_unsigned(msi_vec_q, 5));
     q_tdata(P_MSI_c*DATA_W_c+DATA_W_c-1 downto P_MSI_c*DATA_W_c) <=
       (DATA_W_c-1 downto 160 => '0') & data & tlp_mem_req(msi_addr, to_unsigned(1, 11), true, 0);
   end process;
   q_tkeep(P_MSI_c*LANES_c+LANES_c-1 downto P_MSI_c*LANES_c) <= ones(5, LANES_c);
   q_side(P_MSI_c*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto P_MSI_c*REQ_SIDE_W_c) <= (others => '0');
   q_tlast(P_MSI_c)  <= '1';
-  q_tvalid(P_MSI_c) <= msi.valid;
+  q_tvalid(P_MSI_c) <= msi_valid;
 
   ------------------------------------------------------------------ transmit
   i_mux : entity work.mprace_dma_req_mux
