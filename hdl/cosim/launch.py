@@ -22,7 +22,8 @@ HERE = Path(__file__).resolve().parent
 import rtl_build  # noqa: E402  (the RTL's source list, one place; next to this file)
 
 # the top for each PCIe block (the sim: option block=)
-TOPLEVELS = {"xilinx": "mprace_dma_top", "ptile": "mprace_dma_top_ptile"}
+TOPLEVELS = {"xilinx": "mprace_dma_top", "ptile": "mprace_dma_top_ptile",
+             "htile": "mprace_dma_top_htile"}
 
 
 def cache_root():
@@ -64,7 +65,7 @@ def main():
         sys.exit(f"sim: {e.name} missing in {sys.executable}: ./bootstrap.sh check builds the venv")
     block = os.environ.get("MPRACE_SIM_BLOCK", "xilinx")
     if block not in TOPLEVELS:
-        sys.exit(f"sim: block {block}: xilinx or ptile")
+        sys.exit(f"sim: block {block}: xilinx, ptile or htile")
     toplevel = TOPLEVELS[block]
     try:
         bdir = build(toplevel)

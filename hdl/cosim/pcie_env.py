@@ -34,6 +34,7 @@ from cocotbext.pcie.core import RootComplex
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 from cocotbext.pcie.intel.ptile import PTilePcieDevice, PTileRxBus, PTileTxBus
+from cocotbext.pcie.intel.s10 import S10PcieDevice, S10RxBus, S10TxBus
 from cocotbext.pcie.xilinx.us import UltraScalePcieDevice, UltraScalePlusPcieDevice
 from cocotbext.pcie.xilinx.us.tlp import ErrorCode, Tlp_us
 
@@ -122,12 +123,18 @@ class TB:
         self.rc.split_on_all_rcb = split_rcb
         self.rc.read_completion_boundary = rcb128
 
-        # the interface width is the engine's generic data_w_g; the top's ports say which block
-        self.ptile = hasattr(dut, "tx_st_data")
-        if self.ptile:
+        # the interface width is the engine's generic data_w_g; the top's ports say which block:
+        # Intel's Avalon-ST (tx_st_*) with a header bus (P-tile) or without (H-tile/L-tile)
+        if not hasattr(dut, "tx_st_data"):
+            self.block = "xilinx"
+            self._xilinx_device(dut, msi_count)
+        elif hasattr(dut, "tx_st_hdr"):
+            self.block = "ptile"
             self._ptile_device(dut, msi_count)
         else:
-            self._xilinx_device(dut, msi_count)
+            self.block = "htile"
+            self._htile_device(dut, msi_count)
+        self.intel = self.block != "xilinx"
         self.dev.functions[0].configure_bar(0, S.engine["bar0_size"])
         self.rc.make_port().connect(self.dev)
 
@@ -136,7 +143,7 @@ class TB:
         self.h2c = StreamSink(dut, "m_axis_h2c", dut.user_clk)
 
         self.monitors = []
-        if monitor and not self.ptile:     # the P-tile sink checks its own framing
+        if monitor and not self.intel:     # the Intel models' sinks check their own framing
             self.monitors = [
                 PacketMonitor(dut, "m_axis_rq", dut.user_clk),
                 PacketMonitor(dut, "m_axis_cc", dut.user_clk),
@@ -214,10 +221,31 @@ class TB:
             tl_cfg_func=dut.tl_cfg_func, tl_cfg_add=dut.tl_cfg_add, tl_cfg_ctl=dut.tl_cfg_ctl)
         self.dev.log.setLevel(logging.WARNING)
 
+    def _htile_device(self, dut, msi_count):
+        """cocotbext-pcie's Intel Stratix 10 H-tile around mprace_dma_top_htile: Gen3 x8 at 256
+        bits, Gen3 x16 at 512, 250 MHz, MSI through app_msi_req."""
+        self.width = len(dut.tx_st_data)
+        self.beat_bytes = self.width // 8
+        self.gen = 3
+        self.lanes = 16 if self.width == 512 else 8
+        self.straddle = False
+        self.variant = f"h{self.width}"
+        self.dev = S10PcieDevice(
+            pcie_generation=self.gen, pcie_link_width=self.lanes, pld_clk_frequency=250e6,
+            max_payload_size=512, enable_extended_tag=False,
+            pf0_msi_enable=True, pf0_msi_count=msi_count,
+            coreclkout_hip=dut.user_clk, reset_status=dut.user_reset,
+            rx_bus=S10RxBus.from_prefix(dut, "rx_st"), tx_bus=S10TxBus.from_prefix(dut, "tx_st"),
+            app_msi_req=dut.app_msi_req, app_msi_ack=dut.app_msi_ack,
+            app_msi_num=dut.app_msi_num, app_msi_tc=dut.app_msi_tc,
+            app_msi_func_num=dut.app_msi_func_num,
+            tl_cfg_func=dut.tl_cfg_func, tl_cfg_add=dut.tl_cfg_add, tl_cfg_ctl=dut.tl_cfg_ctl)
+        self.dev.log.setLevel(logging.WARNING)
+
     def pause_block(self, rng, busy):
         """Backpressure on the block's streams, `busy` (0..1) of the time: Xilinx's four (RQ,
-        RC, CQ, CC), the P-tile's two (transmit, receive)."""
-        if self.ptile:
+        RC, CQ, CC), an Intel tile's two (transmit, receive)."""
+        if self.intel:
             streams = (self.dev.tx_sink, self.dev.rx_source)
         else:
             streams = (self.dev.rq_sink, self.dev.rc_source, self.dev.cq_source, self.dev.cc_sink)

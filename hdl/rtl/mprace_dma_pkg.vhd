@@ -27,7 +27,7 @@ package mprace_dma_pkg is
   -- header (dword k of the header in lane k, header bit 31 the first byte's MSB), always in the
   -- 4-dword form with the 64-bit address; the payload follows from the fifth dword. A front end
   -- that puts headers on the link turns those below 4 GiB into the 3-dword form PCIe requires
-  -- there (mprace_pcie_ptile_tx); one that takes the address apart (the Xilinx RQ descriptor)
+  -- there (mprace_pcie_avst_tx); one that takes the address apart (the Xilinx RQ descriptor)
   -- reads it from dwords 2-3 (one fixed place: choosing the form in the core cost 1,600 LUTs
   -- at 512 bits). A packet
   -- ends with `last`; with two segments a packet may hold several TLPs back to back, and the

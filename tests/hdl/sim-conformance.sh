@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # The engine conformance suite (`mprace selftest`, tools/selftest/conformance.cpp), unchanged,
 # on the RTL under GHDL ("sim:", docs/cosim.md): the same program and checks as on the virtual
-# board, in five settings of the simulated host (payload and read-request sizes, split and
+# board, in settings of the simulated host (payload and read-request sizes, split and
 # reordered completions, backpressure, scatter-gather layouts, one MSI vector, the 512-bit
-# engine, and the engine on the Intel P-tile, block=ptile). The long mode, with transfers sized for a simulator (selftest does so on sim:).
+# engine) and on the engine's Intel front ends (block=ptile, block=htile). The long mode, with
+# transfers sized for a simulator (selftest does so on sim:).
 # Skips (77) when the HDL suite's venv is not there. Runs after run-hdl-tests.sh (Makefile.am).
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
@@ -13,7 +14,7 @@ if [ ! -x "$top_builddir/tests/hdl/.venv/bin/python" ]; then
 	exit 77
 fi
 MPRACE_SIM_BUILD=${MPRACE_SIM_BUILD:-$top_builddir/tests/hdl/sim_build/cosim}
-CONFORMANCE_DEVICES=${SIM_CONFORMANCE_DEVICES:-"sim: sim:split=1,reorder=1,pause=30,sg=pages,maxseg=64K sim:mps=128,mrrs=128,msi=1,sg=merged sim:mps=512,mrrs=1024,reorder=1 sim:width=512,split=1,pause=20 sim:block=ptile,width=512,split=1,reorder=1,pause=20"}
+CONFORMANCE_DEVICES=${SIM_CONFORMANCE_DEVICES:-"sim: sim:split=1,reorder=1,pause=30,sg=pages,maxseg=64K sim:mps=128,mrrs=128,msi=1,sg=merged sim:mps=512,mrrs=1024,reorder=1 sim:width=512,split=1,pause=20 sim:block=ptile,width=512,split=1,reorder=1,pause=20 sim:block=htile,split=1,reorder=1,pause=20,msi=1"}
 CONFORMANCE_ARGS=--long
 export MPRACE_SIM_BUILD CONFORMANCE_DEVICES CONFORMANCE_ARGS
 exec sh "$top_srcdir/tests/mprace/engine-conformance.sh"

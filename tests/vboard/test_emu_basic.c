@@ -408,6 +408,7 @@ static const struct bad_name sim_bad_names[] = {
 	{ "sim:mps=2048", "mps=2048" },
 	{ "sim:width=384", "width=384" },
 	{ "sim:block=altera", "block=altera" },
+	{ "sim:block=ltile", "block=ltile" },
 	{ "sim:block=", "missing value" },
 	{ "sim:iova=0x1000", "4 GiB" },
 	{ "sim:maxseg=6K", "maxseg=6K" },
@@ -421,7 +422,7 @@ START_TEST(test_sim_options_good)
 {
 	static const char *const names[] = {
 		"sim:maxseg=1G,sg=pages", "sim:kmax=4M,seed=7,iova=0x200000000", "sim:width=512",
-		"sim:block=ptile,width=512", "sim:block=xilinx",
+		"sim:block=ptile,width=512", "sim:block=xilinx", "sim:block=htile,width=512",
 		"sim:mrrs=4K,mps=1K,msi=2", "sim:split=1,reorder=1,pause=30,poll=1000",
 		"sim:wave=/tmp/x.ghw,sg=merged,maxseg=64K",
 	};

@@ -273,7 +273,7 @@ static int special_wave(struct vb_options *o, const char *v, struct opt_state *s
 
 static const char *const sg_names[] = { "random", "merged", "pages", NULL };
 static const char *const cfgwr_names[] = { "auto", "allow", "deny", NULL };
-static const char *const block_names[] = { "xilinx", "ptile", NULL };   /* enum sim_block */
+static const char *const block_names[] = { "xilinx", "ptile", "htile", NULL };   /* enum sim_block */
 
 #define HOST(field) { offsetof(struct vb_options, host.field), offsetof(struct vb_options, host.field), \
 		      offsetof(struct vb_options, host.field) }
@@ -300,8 +300,8 @@ static const struct vb_option options[] = {
 	  "expected 256 or 512 (bits)", { NULL, "256", NULL }, EMU_NOTE("from `link=`: `512` above 8 GB/s"),
 	  "the engine's datapath in bits (CAPS.DATAPATH_BYTES × 8): `256` (UltraScale, Gen3 x8) or `512` (UltraScale+, Gen3 x16, RQ and RC straddling). On `emu:` a 256-bit engine cannot carry a link faster than 8 GB/s" },
 	{ "block", FOR_SIM, "", OPT_CHOICE, ST_INT, SIM(block), 0, 0, 0, block_names, NULL, 0, NULL,
-	  "expected xilinx or ptile", { NULL, "xilinx", NULL }, NO_NOTE,
-	  "the PCIe block around the engine: `xilinx` (`mprace_dma_top`: UltraScale at 256 bits, UltraScale+ at 512) or `ptile` (`mprace_dma_top_ptile`: Intel P-tile Avalon-ST, Gen3 x8 at 256 bits, Gen3 x16 at 512)" },
+	  "expected xilinx, ptile or htile", { NULL, "xilinx", NULL }, NO_NOTE,
+	  "the PCIe block around the engine: `xilinx` (`mprace_dma_top`: UltraScale at 256 bits, UltraScale+ at 512), `ptile` (`mprace_dma_top_ptile`: Intel P-tile Avalon-ST, Gen3 x8 at 256 bits, Gen3 x16 at 512) or `htile` (`mprace_dma_top_htile`: Intel Stratix 10 H-tile Avalon-ST, Gen3 x8 at 256 bits, Gen3 x16 at 512)" },
 	{ "lat", FOR_EMU, "TIME", OPT_TIME, ST_DBL, EMU(lat_ns), 0, 1e9, 0, NULL, NULL, 0, NULL,
 	  TIME_HINT, DEF("1us"), EMU_NOTE("(`ideal`: 0)"),
 	  "per-descriptor latency (descriptor fetch and first read round trip)" },

@@ -63,13 +63,13 @@ struct emu_config {
 	enum emu_cfgwr cfgwr;
 };
 
-enum sim_block { SIM_BLOCK_XILINX, SIM_BLOCK_PTILE };
+enum sim_block { SIM_BLOCK_XILINX, SIM_BLOCK_PTILE, SIM_BLOCK_HTILE };
 
 /* The simulated RTL's own options ("sim:"): how the simulated host behaves. */
 struct sim_config {
 	uint32_t mps, mrrs, msi, poll_ns, pause;
 	uint32_t width;      /* the engine's datapath: 256 or 512 bits */
-	int block;           /* the PCIe block around it: SIM_BLOCK_XILINX or SIM_BLOCK_PTILE */
+	int block;           /* the PCIe block around it: enum sim_block */
 	uint32_t split, reorder;          /* 0 or 1 */
 	char wave[256];      /* GHW waveform file, "" for none */
 };

@@ -217,7 +217,8 @@ static int spawn_sim(struct sim_dev *s, int req_child, int dev_child)
 	snprintf(vars[8], sizeof(vars[8]), "MPRACE_SIM_PAUSE=%u", s->opt.pause);
 	snprintf(vars[9], sizeof(vars[9]), "MPRACE_SIM_WIDTH=%u", s->opt.width);
 	snprintf(vars[10], sizeof(vars[10]), "MPRACE_SIM_BLOCK=%s",
-		 s->opt.block == SIM_BLOCK_PTILE ? "ptile" : "xilinx");
+		 s->opt.block == SIM_BLOCK_PTILE ? "ptile" :
+		 s->opt.block == SIM_BLOCK_HTILE ? "htile" : "xilinx");
 	while (environ[n])
 		n++;
 	envp = calloc(n + 13, sizeof(*envp));
@@ -464,6 +465,7 @@ static int sim_info(void *dev, struct pd_info *info)
 	info->max_read_request = 128u << ((devctl >> 12) & 7);
 	snprintf(info->name, sizeof(info->name), "simulated RTL (GHDL), %s %s",
 		 s->opt.block == SIM_BLOCK_PTILE ? "Intel P-tile" :
+		 s->opt.block == SIM_BLOCK_HTILE ? "Intel H-tile" :
 		 s->opt.width == 512 ? "UltraScale+" : "UltraScale",
 		 s->opt.width == 512 ? "Gen3 x16, 512-bit" : "Gen3 x8, 256-bit");
 	return 0;

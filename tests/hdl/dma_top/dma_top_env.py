@@ -9,8 +9,8 @@ interrupts, ring control, TEST_CONTROL, status after control) and test_dma_top_e
 (abort and reset, timeouts, descriptor and data read errors). Each pytest case runs one cocotb
 test in a fresh simulation; the model settings (MPS, MRRS, completion splitting, reordering,
 pauses, seed) come in through environment variables. Data is compared byte for byte, errors
-by their code from spec/dma-engine.toml. Set HDL_SOAK=1 for the long soak, HDL_PTILE_ALL=1 for
-every case on the Intel P-tile top.
+by their code from spec/dma-engine.toml. Set HDL_SOAK=1 for the long soak, HDL_INTEL_ALL=1 for
+every case on the Intel tops.
 """
 import os
 import struct
@@ -24,7 +24,7 @@ import rtl_build
 from pcie_env import C2H, TB, S, env_int, pause_pattern
 
 TOPLEVEL = "mprace_dma_top"
-TOPLEVEL_PTILE = "mprace_dma_top_ptile"
+TOPLEVEL_INTEL = {"p": "mprace_dma_top_ptile", "h": "mprace_dma_top_htile"}
 DESC = S.engine["desc_size"]
 PAGE = S.engine["page_size"]
 TEST_CONTROL = lambda **kw: S.val("TEST_CONTROL", **kw)  # noqa: E731
@@ -257,13 +257,14 @@ async def wait_for(cond, timeout_us, what, step_ns=200):
 # Every case runs at both widths: 256 bits (UltraScale, Gen3 x8) and 512 bits (UltraScale+,
 # Gen3 x16, RQ and RC straddling); "512n" (512 bits with rq_straddle_g and rc_straddle_g off,
 # the model without straddling) runs the cases in NO_STRADDLE. "p256" and "p512" are the Intel
-# P-tile top (mprace_dma_top_ptile, Gen3 x8 / x16) against cocotbext-pcie's P-tile model: the
-# cases in PTILE_CHECK, all of PTILE with HDL_PTILE_ALL=1 (timeouts needs the IP's completion
-# timeout interface, not attached yet).
-WIDTHS = ("256", "512", "512n", "p256", "p512")
+# P-tile top (mprace_dma_top_ptile, Gen3 x8 / x16) against cocotbext-pcie's P-tile model,
+# "h256" and "h512" the H-tile/L-tile top (mprace_dma_top_htile, Gen3 x8 / x16) against its
+# Stratix 10 H-tile model: the cases in INTEL_CHECK, all of INTEL with HDL_INTEL_ALL=1
+# (timeouts needs the IPs' completion timeout interfaces, not attached yet).
+WIDTHS = ("256", "512", "512n", "p256", "p512", "h256", "h512")
 NO_STRADDLE = {"registers", "c2h_mps512", "c2h_packets_pauses", "h2c_reordered", "abort_reset",
                "throughput_mps256_mrrs512_gen3", "soak"}
-PTILE = {"registers", "test_logic", "interrupts_msi32", "interrupts_msi2", "interrupts_msi1",
+INTEL = {"registers", "test_logic", "interrupts_msi32", "interrupts_msi2", "interrupts_msi1",
          "ring_control", "c2h_source_switch", "c2h_test_control_same_source",
          "status_after_control", "c2h_mps128", "c2h_mps256", "c2h_mps512", "c2h_packet_edges128",
          "c2h_packet_edges256", "c2h_packets_pauses", "h2c_mrrs128", "h2c_mrrs256", "h2c_mrrs512",
@@ -273,7 +274,7 @@ PTILE = {"registers", "test_logic", "interrupts_msi32", "interrupts_msi2", "inte
          "throughput_mps256_mrrs512_gen3"}
 # what `make check` runs of them (CI time): registers, MSI, data both ways with pauses and
 # reordered completions, abort, failed reads
-PTILE_CHECK = {"registers", "interrupts_msi32", "c2h_packets_pauses", "h2c_reordered",
+INTEL_CHECK = {"registers", "interrupts_msi32", "c2h_packets_pauses", "h2c_reordered",
                "abort_reset", "h2c_read_errors_r1"}
 pytestmark = pytest.mark.parametrize("width", WIDTHS, ids=lambda w: f"w{w}")
 
@@ -283,10 +284,10 @@ def run(module, testcase, name=None, width="256", **env):
     settings `env` passed as MPRACE_<NAME> variables."""
     name = name or testcase
     toplevel = TOPLEVEL
-    if width.startswith("p"):
-        if name not in (PTILE if os.environ.get("HDL_PTILE_ALL") else PTILE_CHECK):
-            pytest.skip("P-tile: the cases in PTILE_CHECK (HDL_PTILE_ALL=1: PTILE)")
-        toplevel = TOPLEVEL_PTILE
+    if width[0] in TOPLEVEL_INTEL:
+        if name not in (INTEL if os.environ.get("HDL_INTEL_ALL") else INTEL_CHECK):
+            pytest.skip("Intel tiles: the cases in INTEL_CHECK (HDL_INTEL_ALL=1: INTEL)")
+        toplevel = TOPLEVEL_INTEL[width[0]]
         width_bits = int(width[1:])
     else:
         width_bits = int(width.rstrip("n"))

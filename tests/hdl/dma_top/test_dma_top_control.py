@@ -318,12 +318,12 @@ async def interrupts(dut):
     assert await tb.rd("IRQ_STATUS") & bit["ERROR"]
     await tb.ch_control(C2H, reset=1)
 
-    # legacy INTx while MSI is off: the line follows IRQ_STATUS and IRQ_ENABLE (the P-tile top
-    # has no INTx: there only no MSI while MSI is off)
+    # legacy INTx while MSI is off: the line follows IRQ_STATUS and IRQ_ENABLE (the Intel tops
+    # have no INTx: there only no MSI while MSI is off)
     await tb.pdev.disable_msi()
-    await tb.clocks(64)                # the P-tile's configuration output goes round 32 clocks
+    await tb.clocks(64)                # an Intel tile's configuration output goes round 32 clocks
     assert S.get(await tb.rd("CAPS"), "CAPS", "MSI_VECTORS") == 0
-    if tb.ptile:
+    if tb.intel:
         await one(hring)
         await settle()
         tb.check_protocol()

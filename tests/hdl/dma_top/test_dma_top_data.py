@@ -251,17 +251,20 @@ def link_limits(tb, mps, mrrs, addr64=False):
     link = raw * mps / wire / 1e9
     # one beat per 4 ns: writes have a 4-dword descriptor on RQ, completions a 3-dword one on
     # RC; with straddling (512 bits) a write or a completion may start in the upper half of a
-    # beat, so each takes whole half beats, else whole beats. The P-tile carries headers on a
-    # bus of their own: a TLP takes whole 256-bit segments of payload only (the bound of the
-    # interface; the engine's own stream still gives each write a 4-dword header slot)
-    if tb.ptile:
+    # beat, so each takes whole half beats, else whole beats. Intel's tiles start a TLP in any
+    # 256-bit segment: the P-tile carries headers on a bus of their own, so a TLP takes whole
+    # segments of payload only (the bound of the interface; the engine's own stream still gives
+    # each write a 4-dword header slot); the H-tile's headers take the first dwords of the data
+    if tb.block == "ptile":
         unit, hdr_wr, hdr_cpl = 32, 0, 0
+    elif tb.block == "htile":
+        unit, hdr_wr, hdr_cpl = 32, hdr, 12
     else:
         unit, hdr_wr, hdr_cpl = (tb.beat_bytes // 2 if tb.straddle else tb.beat_bytes), 16, 12
     beats_wr = -(-(hdr_wr + mps) // unit) * unit / tb.beat_bytes
     beats_cpl = -(-(hdr_cpl + mps) // unit) * unit / tb.beat_bytes
     # both directions at once: the writes share RQ with one read request (one beat) per MRRS
-    req_beats = 32 / tb.beat_bytes if tb.ptile else 1     # a read request: one segment or beat
+    req_beats = 32 / tb.beat_bytes if tb.intel else 1     # a read request: one segment or beat
     both = 1 / (beats_wr / mps + req_beats / mrrs) / 4
     return dict(link=link, rq=mps / (beats_wr * 4.0), rc=mps / (beats_cpl * 4.0), rq_both=both,
                 beats_wr=beats_wr)
@@ -495,7 +498,7 @@ def test_throughput(mps, mrrs, gen, width):
     size = os.environ.get("MPRACE_BENCH_BYTES", str((2 << 20) if os.environ.get("HDL_SOAK") else (512 << 10)))
     name = f"throughput_mps{mps}_mrrs{mrrs}_gen{gen}"
     run(MODULE, "throughput", name, mps=mps, mrrs=mrrs, gen=gen, bytes=size, width=width)
-    variant = width if width.startswith("p") else f"w{width}"
+    variant = width if width[0] in "ph" else f"w{width}"
     print((rtl_build.build_root() / f"throughput-{variant}-mps{mps}-mrrs{mrrs}-gen{gen}.csv").read_text())
 
 

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
-"""mprace_pcie_ptile_rx (completions on Intel's P-tile receive interface as the engine's
-completion stream) driven by cocotbext-pcie's P-tile receive source with the IP's ready latency
-of 27 clocks, which packs a TLP into the second segment of the beat that ends another at 512
-bits: seeded random completions (1 to 300 payload dwords, the request done or not, poisoned,
+"""mprace_pcie_avst_rx (completions on Intel's Avalon-ST receive interface as the engine's
+completion stream) driven by cocotbext-pcie's P-tile receive source (hdr_bus_g true, the IP's
+ready latency of 27 clocks) or its Stratix 10 H-tile/L-tile one (hdr_bus_g false: the header in
+the data stream, ready latency 17 at 256 bits and 18 at 512), both of which pack a TLP into the
+second segment of the beat that ends another at 512 bits: seeded random completions (1 to 300 payload dwords, the request done or not, poisoned,
 UR/CA without data) mixed with BAR0 register writes (3- and 4-dword headers) and I/O writes,
 sent at random times. Every completion must come out in order as payload-aligned beats (dword k
 of beat j in lane k), its payload dword for dword, with tag, byte count, done and error as sent;
@@ -18,11 +19,14 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
 from cocotbext.pcie.core.tlp import CplStatus, Tlp, TlpType
 from cocotbext.pcie.intel.ptile.interface import PTilePcieSource, PTileRxBus
+from cocotbext.pcie.intel.s10.interface import S10PcieSource, S10RxBus
 
 import rtl_build
 from pcie_env import env_int, pause_pattern, quiet_logs
 
-READY_LATENCY = 27   # the P-tile's rx_st_ready latency (cocotbext-pcie's model uses the same)
+# rx_st_ready's latency: the P-tile's, the H-tile's at 256 and 512 bits (cocotbext-pcie's
+# models use the same)
+READY_LATENCY = {"ptile": 27, "htile256": 17, "htile512": 18}
 OK, FAILED = 0, 1    # mprace_dma_pkg CPL_OK_c, CPL_FAILED_c
 
 
@@ -76,8 +80,14 @@ async def completions(dut):
     dut.rst.value = 1
     for _ in range(4):
         await RisingEdge(dut.clk)
-    src = PTilePcieSource(PTileRxBus.from_prefix(dut, "rx_st"), dut.clk, dut.rst,
-                          ready_latency=READY_LATENCY)
+    if env_int("MPRACE_HDR_BUS", 1):                # the generic hdr_bus_g
+        src = PTilePcieSource(PTileRxBus.from_prefix(dut, "rx_st"), dut.clk, dut.rst,
+                              ready_latency=READY_LATENCY["ptile"])
+    else:
+        for sig in (dut.rx_st_hdr, dut.rx_st_tlp_prfx, dut.rx_st_tlp_abort):
+            sig.value = 0                            # the H-tile has no such ports
+        src = S10PcieSource(S10RxBus.from_prefix(dut, "rx_st"), dut.clk, dut.rst,
+                            ready_latency=READY_LATENCY[f"htile{lanes * 32}"])
     if busy:
         src.set_pause_generator(pause_pattern(rng, busy))
     for _ in range(4):
@@ -138,8 +148,13 @@ async def completions(dut):
 
 @pytest.mark.parametrize("width", [256, 512], ids=lambda w: f"w{w}")
 @pytest.mark.parametrize("busy", [0, 40])
-def test_ptile_rx(busy, width):
-    rtl_build.run("ptile_rx_tb", "test_ptile_rx", "completions", f"ptile_rx_{busy}_w{width}",
-                  parameters={"data_w_g": width},
-                  env={"MPRACE_SEED": busy + width + 7, "MPRACE_BUSY": busy},
-                  extra_sources=[Path(__file__).parent / "ptile_rx_tb.vhd"])
+@pytest.mark.parametrize("block", ["ptile", "htile"])
+def test_avst_rx(block, busy, width):
+    hdr_bus = int(block == "ptile")
+    latency = READY_LATENCY[block if hdr_bus else f"htile{width}"]
+    rtl_build.run("avst_rx_tb", "test_avst_rx", "completions", f"{block}_rx_{busy}_w{width}",
+                  parameters={"data_w_g": width, "hdr_bus_g": "true" if hdr_bus else "false",
+                              "ready_latency_g": latency},
+                  env={"MPRACE_SEED": busy + width + 7, "MPRACE_BUSY": busy,
+                       "MPRACE_HDR_BUS": hdr_bus},
+                  extra_sources=[Path(__file__).parent / "avst_rx_tb.vhd"])

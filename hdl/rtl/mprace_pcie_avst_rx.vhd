@@ -1,23 +1,29 @@
 -- SPDX-License-Identifier: GPL-2.0
--- mprace_pcie_ptile_rx: the completions on the receive interface of Intel's P-tile Avalon-ST hard
--- IP (Stratix 10 DX, Agilex) as the engine's completion stream (mprace_dma_pkg: cpl_r beside
--- payload-aligned data, payload dword LANES*j + k of a completion in lane k of its beat j).
---   * The IP puts each TLP's header on rx_st_hdr of the segment where it starts (dword 0 in bits
---     127:96) and its payload from lane 0 of that segment on; at 512 bits a TLP may start in the
---     second segment of the beat that ends another.
+-- mprace_pcie_avst_rx: the completions on the receive interface of Intel's Avalon-ST hard IP as
+-- the engine's completion stream (mprace_dma_pkg: cpl_r beside payload-aligned data, payload
+-- dword LANES*j + k of a completion in lane k of its beat j), in either of the IP's forms:
+--   hdr_bus_g = true : P-tile (Stratix 10 DX, Agilex). Each TLP's header is on rx_st_hdr of
+--                      the segment where it starts (dword 0 in bits 127:96), its payload from
+--                      lane 0 of that segment on.
+--   hdr_bus_g = false: H-tile and L-tile (Stratix 10 GX/SX/MX). The header is the TLP's first
+--                      3 or 4 dwords in rx_st_data, the payload right after it; rx_st_hdr,
+--                      rx_st_tlp_prfx and rx_st_tlp_abort are not read.
+--   * At 512 bits a TLP may start in the second segment of the beat that ends another.
 --   * Ready latency: the IP may deliver beats up to ready_latency_g clocks after rx_st_ready
 --     falls; they land in a queue that lowers rx_st_ready while it has less room than that.
 --   * Segments are taken one per clock (a 512-bit beat in two): each gives up to 8 payload
 --     dwords of one completion, and two of them make a 512-bit output beat. This halves the
---     receive rate at 512 bits.
+--     receive rate at 512 bits. With the header in the data, the payload is realigned to lane
+--     0: 8 dwords leave once 8 are there, and a completion whose last segment leaves more than
+--     8 takes one more clock.
 --   * Completion status other than SC, or a poisoned completion (EP), is CPL_FAILED_c, a
---     completion without data gives one beat without payload. The P-tile reports completion
---     timeouts on an interface of its own, not here.
---   * Memory requests (the IP passes only those for BAR0) become register accesses: a write
---     writes its first dword (reg_wr), a read of one dword reads it (reg_rd) and names what its
---     completion needs (rd_*); a longer read is named with rd_ok = '0' for a Completer Abort.
---     While reg_hold is high (a read waits for its data) no TLP is taken. Other TLPs are skipped
---     with a pulse on `other`.
+--     completion without data gives one beat without payload. The IPs report completion
+--     timeouts on an interface of their own, not here.
+--   * Memory requests (the IPs pass only those for a BAR; the engine has BAR0 alone) become
+--     register accesses: a write writes its first dword (reg_wr), a read of one dword reads it
+--     (reg_rd) and names what its completion needs (rd_*); a longer read is named with
+--     rd_ok = '0' for a Completer Abort. While reg_hold is high (a read waits for its data) no
+--     TLP is taken. Other TLPs are skipped with a pulse on `other`.
 library ieee;
 use ieee.std_logic_1164.all;
 use ieee.numeric_std.all;
@@ -25,9 +31,10 @@ use ieee.numeric_std.all;
 library work;
 use work.mprace_dma_pkg.all;
 
-entity mprace_pcie_ptile_rx is
+entity mprace_pcie_avst_rx is
   generic (
     data_w_g        : positive := 256;   -- 256 (one segment) or 512 (two segments of 256)
+    hdr_bus_g       : boolean  := true;  -- true: P-tile (header bus); false: H-/L-tile
     ready_latency_g : positive := 27     -- the IP's rx_st_ready latency in clocks
   );
   port (
@@ -61,10 +68,10 @@ entity mprace_pcie_ptile_rx is
     -- pulse: a TLP that is neither a completion nor a memory request was skipped
     other    : out std_logic
   );
-end entity mprace_pcie_ptile_rx;
+end entity mprace_pcie_avst_rx;
 
-architecture rtl of mprace_pcie_ptile_rx is
-  constant datapath_ok_c : boolean := datapath_ok("mprace_pcie_ptile_rx", data_w_g);
+architecture rtl of mprace_pcie_avst_rx is
+  constant datapath_ok_c : boolean := datapath_ok("mprace_pcie_avst_rx", data_w_g);
 
   constant LANES_c : natural := data_w_g / 32;
   constant SEGS_c  : natural := data_w_g / 256;
@@ -80,6 +87,9 @@ architecture rtl of mprace_pcie_ptile_rx is
     in_tlp  : std_logic;                          -- inside a TLP
     is_cpl  : std_logic;                          -- ... which is a completion
     rem_dw  : unsigned(10 downto 0);              -- its payload dwords still to come
+    hold    : std_logic_vector(SEG_W_c-1 downto 0);   -- its payload dwords not yet passed on
+    held    : natural range 0 to 8;
+    flush   : std_logic;                          -- hold is its last piece
     piece   : natural range 0 to SEGS_c-1;        -- its next piece's half of the output beat
     first   : std_logic;                          -- no output beat of it yet
     hdr     : cpl_r;                              -- its fields
@@ -99,11 +109,11 @@ architecture rtl of mprace_pcie_ptile_rx is
   constant CPL_NONE_c : cpl_r := (valid => '0', sop => '0', eop => '0', tag => (others => '0'),
     err => CPL_OK_c, done => '0', bytes => (others => '0'));
   constant R_INIT_c : two_process_r := (seg => 0, in_tlp => '0', is_cpl => '0',
-    rem_dw => (others => '0'), piece => 0, first => '0', hdr => CPL_NONE_c,
-    low => (others => '0'), low_n => 0, o => CPL_NONE_c, o_data => (others => '0'),
-    o_keep => (others => '0'), other => '0', reg_wr => '0', reg_rd => '0', rd_ok => '0',
-    reg_addr => (others => '0'), reg_wdata => (others => '0'), rd_id => (others => '0'),
-    rd_tag => (others => '0'));
+    rem_dw => (others => '0'), hold => (others => '0'), held => 0, flush => '0', piece => 0,
+    first => '0', hdr => CPL_NONE_c, low => (others => '0'), low_n => 0, o => CPL_NONE_c,
+    o_data => (others => '0'), o_keep => (others => '0'), other => '0', reg_wr => '0',
+    reg_rd => '0', rd_ok => '0', reg_addr => (others => '0'), reg_wdata => (others => '0'),
+    rd_id => (others => '0'), rd_tag => (others => '0'));
 
   signal r, r_next  : two_process_r := R_INIT_c;
   signal q_in       : std_logic_vector(BEAT_W_c-1 downto 0);
@@ -132,6 +142,30 @@ architecture rtl of mprace_pcie_ptile_rx is
     return c;
   end function;
 
+  function to_std(b : boolean) return std_logic is
+  begin
+    if b then
+      return '1';
+    end if;
+    return '0';
+  end function;
+
+  -- lanes 0..held-1 of hold, then data from its lane `start`
+  function append(hold : std_logic_vector(SEG_W_c-1 downto 0); held : natural;
+                  data : std_logic_vector(SEG_W_c-1 downto 0);
+                  start : natural) return std_logic_vector is
+    variable o : std_logic_vector(SEG_W_c-1 downto 0) := (others => '0');
+  begin
+    for k in 0 to 7 loop
+      if k < held then
+        o(32*k+31 downto 32*k) := hold(32*k+31 downto 32*k);
+      elsif k - held + start < 8 then
+        o(32*k+31 downto 32*k) := data(32*(k-held+start)+31 downto 32*(k-held+start));
+      end if;
+    end loop;
+    return o;
+  end function;
+
 begin
 
   -- the queue: rx_st_ready (registered) only while it has room for what the latency may bring
@@ -157,7 +191,7 @@ begin
         ready_q <= '0';
       end if;
       assert not (rst = '0' and q_push = '1' and q_in_ready = '0')
-        report "mprace_pcie_ptile_rx: a beat arrived with the queue full (ready latency too low)"
+        report "mprace_pcie_avst_rx: a beat arrived with the queue full (ready latency too low)"
         severity failure;
     end if;
   end process;
@@ -169,9 +203,44 @@ begin
     variable d       : std_logic_vector(SEG_W_c-1 downto 0);
     variable h       : std_logic_vector(127 downto 0);
     variable sop, eop, valid : std_logic;
-    variable n       : natural range 0 to 8;
-    variable last    : boolean;          -- this piece ends the completion
+    variable start   : natural range 0 to 4;     -- the first payload lane of this segment
+    variable c       : natural range 0 to 8;     -- payload dwords in this segment
     variable next_seg : boolean;         -- the head beat has another valid segment after s
+
+    -- up to 8 payload dwords of the completion, from lane 0, to the output: one output beat
+    -- at 256 bits, half of one at 512 (every piece but a completion's last has 8 dwords)
+    procedure pass(pd : std_logic_vector(SEG_W_c-1 downto 0); n : natural; last : boolean) is
+    begin
+      v.o.tag   := v.hdr.tag;
+      v.o.err   := v.hdr.err;
+      v.o.bytes := v.hdr.bytes;
+      v.o.done  := v.hdr.done;
+      if SEGS_c = 1 then
+        v.o.valid := '1';
+        v.o.sop   := v.first;
+        v.o.eop   := to_std(last);
+        v.o_data  := pd;
+        v.o_keep  := ones(n, LANES_c);
+        v.first   := '0';
+      elsif v.piece = 0 and not last then
+        v.low   := pd;                     -- the lower half of an output beat: wait for the upper
+        v.low_n := n;
+        v.piece := 1;
+      else
+        v.o.valid := '1';
+        v.o.sop   := v.first;
+        v.o.eop   := to_std(last);
+        if v.piece = 0 then
+          v.o_data := (data_w_g-1 downto SEG_W_c => '0') & pd;
+          v.o_keep := ones(n, LANES_c);
+        else
+          v.o_data := pd & v.low;
+          v.o_keep := ones(v.low_n + n, LANES_c);
+        end if;
+        v.piece := 0;
+        v.first := '0';
+      end if;
+    end procedure;
   begin
     v := r;
     v.o := CPL_NONE_c;
@@ -179,13 +248,22 @@ begin
     v.reg_wr := '0';
     v.reg_rd := '0';
     q_pop <= '0';
-    if q_valid = '1' and reg_hold = '0' and r.reg_rd = '0' then
+    if r.flush = '1' then
+      -- the last dwords of a completion, held from its last segment
+      pass(r.hold, r.held, true);
+      v.flush := '0';
+      v.held  := 0;
+    elsif q_valid = '1' and reg_hold = '0' and r.reg_rd = '0' then
       s := r.seg;
       d     := q_out(BEAT_W_c-1-(SEGS_c-1-s)*SEG_W_c downto BEAT_W_c-(SEGS_c-s)*SEG_W_c);
-      h     := q_out(3*SEGS_c+128*s+127 downto 3*SEGS_c+128*s);
       sop   := q_out(2*SEGS_c+s);
       eop   := q_out(SEGS_c+s);
       valid := q_out(s);
+      if hdr_bus_g then
+        h := q_out(3*SEGS_c+128*s+127 downto 3*SEGS_c+128*s);
+      else
+        h := d(31 downto 0) & d(63 downto 32) & d(95 downto 64) & d(127 downto 96);
+      end if;
       next_seg := false;
       for t in 0 to SEGS_c-1 loop
         if t > s and q_out(t) = '1' then
@@ -200,12 +278,20 @@ begin
       end if;
 
       if valid = '1' then
+        start := 0;
         if sop = '1' then
           -- a new TLP: a completion (Type 01010, with or without data) or something else
           v.in_tlp := not eop;
           v.first  := '1';
           v.piece  := 0;
           v.low_n  := 0;
+          v.held   := 0;
+          if not hdr_bus_g then
+            start := 3;
+            if h(96+TLP_FMT_4DW_c) = '1' then
+              start := 4;
+            end if;
+          end if;
           if h(96+28 downto 96+24) = "01010" and h(96+31) = '0' and h(96+29) = '0' then
             v.is_cpl := '1';
             v.hdr    := cpl_fields(h);
@@ -235,7 +321,7 @@ begin
               v.rd_tag := h(64+15 downto 64+8);
               if h(96+30) = '1' then
                 v.reg_wr    := '1';
-                v.reg_wdata := d(31 downto 0);
+                v.reg_wdata := d(32*start+31 downto 32*start);
               else
                 v.reg_rd := '1';
                 v.rd_ok  := '0';
@@ -249,42 +335,27 @@ begin
           end if;
         end if;
         if v.is_cpl = '1' then
-          -- this segment's payload dwords
-          if v.rem_dw > 8 then
-            n := 8;
+          -- this segment's payload dwords, after those held from the one before
+          if v.rem_dw > 8 - start then
+            c := 8 - start;
           else
-            n := to_integer(v.rem_dw);
+            c := to_integer(v.rem_dw);
           end if;
-          v.rem_dw := v.rem_dw - n;
-          last := eop = '1';
-          v.o.tag   := v.hdr.tag;
-          v.o.err   := v.hdr.err;
-          v.o.bytes := v.hdr.bytes;
-          v.o.done  := v.hdr.done;
-          if SEGS_c = 1 then
-            v.o.valid := '1';
-            v.o.sop   := v.first;
-            v.o.eop   := eop;
-            v.o_data  := d;
-            v.o_keep  := ones(n, LANES_c);
-            v.first   := '0';
-          elsif v.piece = 0 and not last then
-            v.low   := d;                  -- the lower half of an output beat: wait for the upper
-            v.low_n := n;
-            v.piece := 1;
-          else
-            v.o.valid := '1';
-            v.o.sop   := v.first;
-            v.o.eop   := eop;
-            if v.piece = 0 then
-              v.o_data := (data_w_g-1 downto SEG_W_c => '0') & d;
-              v.o_keep := ones(n, LANES_c);
-            else
-              v.o_data := d & r.low;
-              v.o_keep := ones(r.low_n + n, LANES_c);
+          v.rem_dw := v.rem_dw - c;
+          if v.held + c > 8 then
+            -- 8 leave, the rest waits: for the next segment, or a clock of its own at the end
+            pass(append(v.hold, v.held, d, start), 8, false);
+            v.hold := append(v.hold, 0, d, start + 8 - v.held);
+            v.held := v.held + c - 8;
+            if eop = '1' then
+              v.flush := '1';
             end if;
-            v.piece := 0;
-            v.first := '0';
+          elsif eop = '1' or v.held + c = 8 then
+            pass(append(v.hold, v.held, d, start), v.held + c, eop = '1');
+            v.held := 0;
+          else
+            v.hold := append(v.hold, v.held, d, start);
+            v.held := v.held + c;
           end if;
         end if;
         if eop = '1' then

@@ -1,5 +1,5 @@
 -- SPDX-License-Identifier: GPL-2.0
--- ptile_rx_tb: mprace_pcie_ptile_rx with its completion record on flat ports, so that a cocotb
+-- avst_rx_tb: mprace_pcie_avst_rx with its completion record on flat ports, so that a cocotb
 -- test can read them.
 library ieee;
 use ieee.std_logic_1164.all;
@@ -8,8 +8,12 @@ use ieee.numeric_std.all;
 library work;
 use work.mprace_dma_pkg.all;
 
-entity ptile_rx_tb is
-  generic (data_w_g : positive := 256);
+entity avst_rx_tb is
+  generic (
+    data_w_g        : positive := 256;
+    hdr_bus_g       : boolean  := true;
+    ready_latency_g : positive := 27
+  );
   port (
     clk, rst        : in  std_logic;
     rx_st_data      : in  std_logic_vector(data_w_g-1 downto 0);
@@ -33,13 +37,13 @@ entity ptile_rx_tb is
     reg_wdata : out std_logic_vector(31 downto 0) := (others => '0');
     other     : out std_logic := '0'
   );
-end entity ptile_rx_tb;
+end entity avst_rx_tb;
 
-architecture wrap of ptile_rx_tb is
+architecture wrap of avst_rx_tb is
   signal cpl : cpl_r;
 begin
-  i_rx : entity work.mprace_pcie_ptile_rx
-    generic map (data_w_g => data_w_g)
+  i_rx : entity work.mprace_pcie_avst_rx
+    generic map (data_w_g => data_w_g, hdr_bus_g => hdr_bus_g, ready_latency_g => ready_latency_g)
     port map (
       clk => clk, rst => rst,
       rx_st_data => rx_st_data, rx_st_empty => rx_st_empty, rx_st_hdr => rx_st_hdr,

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0
-"""mprace_pcie_ptile_tx (the request stream on Intel's P-tile transmit interface) against
-cocotbext-pcie's P-tile transmit sink with the IP's ready latency of 3 clocks: a cocotbext-axi
+"""mprace_pcie_avst_tx (the request stream on Intel's Avalon-ST transmit interface) against
+cocotbext-pcie's P-tile transmit sink (hdr_bus_g true) or its Stratix 10 H-tile/L-tile one
+(hdr_bus_g false: the header in the data stream), with the IPs' ready latency of 3 clocks: a cocotbext-axi
 source sends seeded random memory requests as the engine's requesters do (a TLP header in a
 4-dword slot, then the payload: reads without payload, writes of 1 to 200 dwords, addresses
 below and above 4 GiB) at random times while the sink drops tx_st_ready at random. Each TLP must reach
-the sink whole, in order, with its header on the header bus as sent, in the 3-dword form below
+the sink whole, in order, with its header (on the header bus, or as the first 3 or 4 dwords of
+the data) as sent, in the 3-dword form below
 4 GiB and with the function's requester ID (cocotbext-pcie reads the same address, length and
 tag from it) and its payload dword for dword; the sink itself fails a
 beat driven outside the ready latency or a frame that ends early or late. At 256 bits (one
@@ -18,11 +20,12 @@ from cocotb.triggers import RisingEdge, Timer, with_timeout
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSource
 from cocotbext.pcie.core.tlp import TlpType
 from cocotbext.pcie.intel.ptile.interface import PTilePcieSink, PTileTxBus
+from cocotbext.pcie.intel.s10.interface import S10PcieSink, S10TxBus
 
 import rtl_build
 from pcie_env import env_int, pause_pattern, quiet_logs
 
-READY_LATENCY = 3   # the P-tile's tx_st_ready latency (cocotbext-pcie's model uses the same)
+READY_LATENCY = 3   # tx_st_ready's latency on both tiles (cocotbext-pcie's models use the same)
 
 
 def request(rng):
@@ -41,7 +44,8 @@ def request(rng):
     hdr = [dw0 | 1 << 29, tag << 8 | be, addr >> 32, addr & 0xFFFFFFFF]
     on_wire = [dw0 | four << 29, hdr[1]] + ([addr >> 32, addr & 0xFFFFFFFF] if four else [addr & 0xFFFFFFFF, 0])
     wire = on_wire[0] << 96 | on_wire[1] << 64 | on_wire[2] << 32 | on_wire[3]
-    return hdr + payload, dict(hdr=wire, data=payload, addr=addr, dwords=dwords, tag=tag, write=write)
+    return hdr + payload, dict(hdr=wire, data=payload, addr=addr, dwords=dwords, tag=tag, write=write,
+                               hdr_dwords=on_wire[:4 if four else 3])
 
 
 @cocotb.test()
@@ -59,8 +63,9 @@ async def requests(dut):
     for _ in range(4):
         await RisingEdge(dut.clk)
     src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s"), dut.clk, dut.rst)
-    sink = PTilePcieSink(PTileTxBus.from_prefix(dut, "tx_st"), dut.clk, dut.rst,
-                         ready_latency=READY_LATENCY)
+    hdr_bus = env_int("MPRACE_HDR_BUS", 1)         # the generic hdr_bus_g
+    sink_type, bus_type = (PTilePcieSink, PTileTxBus) if hdr_bus else (S10PcieSink, S10TxBus)
+    sink = sink_type(bus_type.from_prefix(dut, "tx_st"), dut.clk, dut.rst, ready_latency=READY_LATENCY)
     if busy:
         sink.set_pause_generator(pause_pattern(rng, busy))
         src.set_pause_generator(pause_pattern(random.Random(rng.getrandbits(32)), busy / 2))
@@ -81,10 +86,17 @@ async def requests(dut):
     for k in range(count):
         frame = await with_timeout(sink.recv(), 200, "us")
         want = expected[k]
-        want_hdr = want["hdr"] | req_id << 80     # the requester ID: dword 1 bits 31:16
-        assert frame.hdr == want_hdr, f"TLP {k}: header {frame.hdr:#034x}, want {want_hdr:#034x}"
-        assert list(frame.data) == want["data"], \
-            f"TLP {k}: {len(frame.data)} payload dwords differ from the {len(want['data'])} sent"
+        if hdr_bus:
+            want_hdr = want["hdr"] | req_id << 80     # the requester ID: dword 1 bits 31:16
+            assert frame.hdr == want_hdr, f"TLP {k}: header {frame.hdr:#034x}, want {want_hdr:#034x}"
+            payload = list(frame.data)
+        else:
+            want_hdr = list(want["hdr_dwords"])
+            want_hdr[1] |= req_id << 16
+            got_hdr, payload = list(frame.data[:len(want_hdr)]), list(frame.data[len(want_hdr):])
+            assert got_hdr == want_hdr, f"TLP {k}: header {got_hdr}, want {want_hdr}"
+        assert payload == want["data"], \
+            f"TLP {k}: {len(payload)} payload dwords differ from the {len(want['data'])} sent"
         tlp = frame.to_tlp()
         kind = {True: (TlpType.MEM_WRITE, TlpType.MEM_WRITE_64), False: (TlpType.MEM_READ, TlpType.MEM_READ_64)}
         assert tlp.fmt_type in kind[want["write"]] and tlp.address == want["addr"] and \
@@ -95,7 +107,9 @@ async def requests(dut):
 
 @pytest.mark.parametrize("width", [256, 512], ids=lambda w: f"w{w}")
 @pytest.mark.parametrize("busy", [0, 40])
-def test_ptile_tx(busy, width):
-    rtl_build.run("mprace_pcie_ptile_tx", "test_ptile_tx", "requests", f"ptile_tx_{busy}_w{width}",
-                  parameters={"data_w_g": width},
-                  env={"MPRACE_SEED": busy + width, "MPRACE_BUSY": busy})
+@pytest.mark.parametrize("block", ["ptile", "htile"])
+def test_avst_tx(block, busy, width):
+    hdr_bus = int(block == "ptile")
+    rtl_build.run("mprace_pcie_avst_tx", "test_avst_tx", "requests", f"{block}_tx_{busy}_w{width}",
+                  parameters={"data_w_g": width, "hdr_bus_g": "true" if hdr_bus else "false"},
+                  env={"MPRACE_SEED": busy + width, "MPRACE_BUSY": busy, "MPRACE_HDR_BUS": hdr_bus})

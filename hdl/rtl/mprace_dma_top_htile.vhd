@@ -1,0 +1,144 @@
+-- SPDX-License-Identifier: GPL-2.0
+-- mprace_dma_top_htile: the MPRACE scatter-gather DMA engine (mprace_dma_core) attached to the
+-- Avalon-ST interfaces of Intel's H-tile or L-tile hard IP (Stratix 10 GX/SX/MX): data_w_g = 256
+-- (Gen3 x8) or 512 (Gen3 x16), at 250 MHz.
+--   BAR0 registers : memory requests on rx_st_* (header in the data stream), their completions
+--                    on tx_st_*
+--   bus mastering  : requests on tx_st_*, completions on rx_st_* (ready latency 17 at 256 bits,
+--                    18 at 512; the receive queue is sized for 18)
+--   interrupts     : MSI through the IP (app_msi_req/ack, app_msi_num the vector), one vector
+--                    per source with 4 or more granted (as on the Xilinx top); no INTx
+--   configuration  : tl_cfg_* (the IP's configuration output, one register per clock): bus and
+--                    device number (the requester ID the IP does not fill in), MPS, MRRS, RCB
+--                    (bit 14 of register 1 on the H-tile, bit 16 on the L-tile: l_tile_g), the
+--                    MSI enable and Multiple Message Enable
+--   user data      : s_axis_c2h_* in, m_axis_h2c_* out, as on mprace_dma_top
+-- The engine and everything it shares with the P-tile top is mprace_dma_avst. Not handled yet:
+-- transmit credits (tx_*_cdts), the IP's completion timeout interface, INTx, every TLP
+-- starting in the first segment at 512 bits and one receive segment per clock (half the
+-- 512-bit rate). Spec: docs/dma-engine.md; hdl/README.md "Where the vendor lives".
+library ieee;
+use ieee.std_logic_1164.all;
+use ieee.numeric_std.all;
+
+library work;
+use work.mprace_dma_pkg.all;
+
+entity mprace_dma_top_htile is
+  generic (
+    data_w_g        : positive := 256;    -- datapath and interface width: 256 or 512
+    l_tile_g        : boolean  := false;  -- the L-tile's configuration output layout
+    clk_mhz_g       : positive := 250;    -- user_clk frequency (CLOCK_MHZ, TIMEOUT_US)
+    c2h_ring_log2_g : positive := 12;
+    h2c_ring_log2_g : positive := 12;
+    cpl_hdr_g       : positive := 64;     -- completion headers the engine lets the IP buffer
+    cpl_data_g      : positive := 1024    -- completion data credits of 16 bytes
+  );
+  port (
+    user_clk   : in  std_logic;           -- the IP's coreclkout_hip
+    user_reset : in  std_logic;           -- the IP's reset_status
+    -- receive
+    rx_st_data      : in  std_logic_vector(data_w_g-1 downto 0);
+    rx_st_empty     : in  std_logic_vector(3*data_w_g/256-1 downto 0);
+    rx_st_bar_range : in  std_logic_vector(3*data_w_g/256-1 downto 0);
+    rx_st_sop       : in  std_logic_vector(data_w_g/256-1 downto 0);
+    rx_st_eop       : in  std_logic_vector(data_w_g/256-1 downto 0);
+    rx_st_valid     : in  std_logic_vector(data_w_g/256-1 downto 0);
+    rx_st_ready     : out std_logic := '0';
+    -- transmit
+    tx_st_data      : out std_logic_vector(data_w_g-1 downto 0) := (others => '0');
+    tx_st_sop       : out std_logic_vector(data_w_g/256-1 downto 0) := (others => '0');
+    tx_st_eop       : out std_logic_vector(data_w_g/256-1 downto 0) := (others => '0');
+    tx_st_valid     : out std_logic_vector(data_w_g/256-1 downto 0) := (others => '0');
+    tx_st_err       : out std_logic_vector(data_w_g/256-1 downto 0) := (others => '0');
+    tx_st_ready     : in  std_logic;
+    -- MSI requests
+    app_msi_req      : out std_logic := '0';
+    app_msi_ack      : in  std_logic;
+    app_msi_num      : out std_logic_vector(4 downto 0) := (others => '0');
+    app_msi_tc       : out std_logic_vector(2 downto 0) := (others => '0');
+    app_msi_func_num : out std_logic_vector(1 downto 0) := (others => '0');
+    -- configuration output
+    tl_cfg_func : in  std_logic_vector(1 downto 0);
+    tl_cfg_add  : in  std_logic_vector(4 downto 0);
+    tl_cfg_ctl  : in  std_logic_vector(31 downto 0);
+    -- user C2H stream (card to host)
+    s_axis_c2h_tdata  : in  std_logic_vector(data_w_g-1 downto 0);
+    s_axis_c2h_tkeep  : in  std_logic_vector(data_w_g/8-1 downto 0);
+    s_axis_c2h_tlast  : in  std_logic;
+    s_axis_c2h_tvalid : in  std_logic;
+    s_axis_c2h_tready : out std_logic := '0';
+    -- user H2C stream (host to card)
+    m_axis_h2c_tdata  : out std_logic_vector(data_w_g-1 downto 0) := (others => '0');
+    m_axis_h2c_tkeep  : out std_logic_vector(data_w_g/8-1 downto 0) := (others => '0');
+    m_axis_h2c_tlast  : out std_logic := '0';
+    m_axis_h2c_tvalid : out std_logic := '0';
+    m_axis_h2c_tready : in  std_logic
+  );
+end entity mprace_dma_top_htile;
+
+architecture rtl of mprace_dma_top_htile is
+  constant datapath_ok_c : boolean := datapath_ok("mprace_dma_top_htile", data_w_g);
+  constant SEGS_c : natural := data_w_g / 256;
+
+  -- configuration (function 0)
+  signal cfg_mps, cfg_mrrs : std_logic_vector(2 downto 0) := (others => '0');
+  signal cfg_rcb128 : std_logic := '0';
+  signal bus_dev    : std_logic_vector(12 downto 0) := (others => '0');
+  signal msi_on     : std_logic := '0';
+  signal msi_mme    : std_logic_vector(2 downto 0) := (others => '0');
+
+begin
+
+  -- the configuration output: one register per clock, its address on tl_cfg_add
+  p_cfg : process(user_clk)
+    variable c : std_logic_vector(31 downto 0);
+  begin
+    if rising_edge(user_clk) then
+      c := tl_cfg_ctl;
+      if tl_cfg_func = "00" then
+        case to_integer(unsigned(tl_cfg_add)) is
+          when 16#00# =>
+            cfg_mps  <= c(2 downto 0);
+            cfg_mrrs <= c(5 downto 3);
+            bus_dev  <= c(23 downto 16) & c(28 downto 24);
+          when 16#01# =>
+            if l_tile_g then
+              cfg_rcb128 <= c(16);
+            else
+              cfg_rcb128 <= c(14);
+            end if;
+          when 16#06# => msi_on <= c(0); msi_mme <= c(4 downto 2);
+          when others => null;
+        end case;
+      end if;
+    end if;
+  end process;
+
+  i_engine : entity work.mprace_dma_avst
+    generic map (data_w_g => data_w_g, hdr_bus_g => false, msi_tlp_g => false,
+                 rx_ready_latency_g => 18, clk_mhz_g => clk_mhz_g,
+                 c2h_ring_log2_g => c2h_ring_log2_g, h2c_ring_log2_g => h2c_ring_log2_g,
+                 cpl_hdr_g => cpl_hdr_g, cpl_data_g => cpl_data_g)
+    port map (
+      clk => user_clk, rst => user_reset,
+      rx_st_data => rx_st_data, rx_st_empty => rx_st_empty,
+      rx_st_hdr => (data_w_g/2-1 downto 0 => '0'), rx_st_tlp_prfx => (data_w_g/8-1 downto 0 => '0'),
+      rx_st_bar_range => rx_st_bar_range, rx_st_tlp_abort => (SEGS_c-1 downto 0 => '0'),
+      rx_st_sop => rx_st_sop, rx_st_eop => rx_st_eop, rx_st_valid => rx_st_valid,
+      rx_st_ready => rx_st_ready,
+      tx_st_data => tx_st_data, tx_st_hdr => open, tx_st_tlp_prfx => open,
+      tx_st_sop => tx_st_sop, tx_st_eop => tx_st_eop, tx_st_valid => tx_st_valid,
+      tx_st_err => tx_st_err, tx_st_ready => tx_st_ready,
+      req_id => bus_dev & "000", cfg_mps => cfg_mps, cfg_mrrs => cfg_mrrs,
+      cfg_rcb128 => cfg_rcb128, msi_on => msi_on, msi_mme => msi_mme,
+      msi_addr => (63 downto 0 => '0'), msi_data => (15 downto 0 => '0'),
+      app_msi_req => app_msi_req, app_msi_num => app_msi_num, app_msi_ack => app_msi_ack,
+      s_axis_c2h_tdata => s_axis_c2h_tdata, s_axis_c2h_tkeep => s_axis_c2h_tkeep,
+      s_axis_c2h_tlast => s_axis_c2h_tlast, s_axis_c2h_tvalid => s_axis_c2h_tvalid,
+      s_axis_c2h_tready => s_axis_c2h_tready,
+      m_axis_h2c_tdata => m_axis_h2c_tdata, m_axis_h2c_tkeep => m_axis_h2c_tkeep,
+      m_axis_h2c_tlast => m_axis_h2c_tlast, m_axis_h2c_tvalid => m_axis_h2c_tvalid,
+      m_axis_h2c_tready => m_axis_h2c_tready);
+
+end architecture rtl;
