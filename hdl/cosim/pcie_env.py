@@ -222,16 +222,19 @@ class TB:
         self.dev.log.setLevel(logging.WARNING)
 
     def _htile_device(self, dut, msi_count):
-        """cocotbext-pcie's Intel Stratix 10 H-tile around mprace_dma_top_htile: Gen3 x8 at 256
-        bits, Gen3 x16 at 512, 250 MHz, MSI through app_msi_req."""
+        """cocotbext-pcie's Intel Stratix 10 H-tile (MPRACE_LTILE=1: L-tile, for the top's
+        l_tile_g) around mprace_dma_top_htile: Gen3 x8 at 256 bits, Gen3 x16 at 512, 250 MHz,
+        MSI through app_msi_req."""
         self.width = len(dut.tx_st_data)
         self.beat_bytes = self.width // 8
         self.gen = 3
         self.lanes = 16 if self.width == 512 else 8
         self.straddle = False
-        self.variant = f"h{self.width}"
+        l_tile = bool(env_int("MPRACE_LTILE", 0))
+        self.variant = f"{'l' if l_tile else 'h'}{self.width}"
         self.dev = S10PcieDevice(
             pcie_generation=self.gen, pcie_link_width=self.lanes, pld_clk_frequency=250e6,
+            l_tile=l_tile,
             max_payload_size=512, enable_extended_tag=False,
             pf0_msi_enable=True, pf0_msi_count=msi_count,
             coreclkout_hip=dut.user_clk, reset_status=dut.user_reset,

@@ -257,6 +257,10 @@ begin
     app_msi_req <= msi_valid;
     app_msi_num <= std_logic_vector(to_unsigned(msi_vec_q, 5));
   end generate;
+  g_no_app_msi : if msi_tlp_g generate
+    app_msi_req <= '0';
+    app_msi_num <= (others => '0');
+  end generate;
 
   ------------------------------------------------------------------ transmit
   i_mux : entity work.mprace_dma_req_mux

@@ -141,4 +141,7 @@ begin
       m_axis_h2c_tlast => m_axis_h2c_tlast, m_axis_h2c_tvalid => m_axis_h2c_tvalid,
       m_axis_h2c_tready => m_axis_h2c_tready);
 
+  app_msi_tc       <= (others => '0');   -- traffic class 0, function 0
+  app_msi_func_num <= (others => '0');
+
 end architecture rtl;

@@ -150,17 +150,17 @@ architecture rtl of mprace_pcie_avst_rx is
     return '0';
   end function;
 
-  -- lanes 0..held-1 of hold, then data from its lane `start`
+  -- lanes 0..held-1 of hold, then data from its lane `start` (shifts, not dynamic slices:
+  -- synthesis tools take those)
   function append(hold : std_logic_vector(SEG_W_c-1 downto 0); held : natural;
                   data : std_logic_vector(SEG_W_c-1 downto 0);
                   start : natural) return std_logic_vector is
-    variable o : std_logic_vector(SEG_W_c-1 downto 0) := (others => '0');
+    variable o : std_logic_vector(SEG_W_c-1 downto 0);
   begin
+    o := std_logic_vector(shift_left(shift_right(unsigned(data), 32*start), 32*held));
     for k in 0 to 7 loop
       if k < held then
         o(32*k+31 downto 32*k) := hold(32*k+31 downto 32*k);
-      elsif k - held + start < 8 then
-        o(32*k+31 downto 32*k) := data(32*(k-held+start)+31 downto 32*(k-held+start));
       end if;
     end loop;
     return o;
@@ -255,13 +255,23 @@ begin
       v.held  := 0;
     elsif q_valid = '1' and reg_hold = '0' and r.reg_rd = '0' then
       s := r.seg;
-      d     := q_out(BEAT_W_c-1-(SEGS_c-1-s)*SEG_W_c downto BEAT_W_c-(SEGS_c-s)*SEG_W_c);
-      sop   := q_out(2*SEGS_c+s);
-      eop   := q_out(SEGS_c+s);
-      valid := q_out(s);
-      if hdr_bus_g then
-        h := q_out(3*SEGS_c+128*s+127 downto 3*SEGS_c+128*s);
-      else
+      -- segment s of the head beat (a loop of fixed slices: GHDL's synthesis fails on a
+      -- slice that moves with s)
+      d := (others => '0');
+      h := (others => '0');
+      sop := '0';
+      eop := '0';
+      valid := '0';
+      for t in 0 to SEGS_c-1 loop
+        if t = s then
+          d     := q_out(BEAT_W_c-1-(SEGS_c-1-t)*SEG_W_c downto BEAT_W_c-(SEGS_c-t)*SEG_W_c);
+          h     := q_out(3*SEGS_c+128*t+127 downto 3*SEGS_c+128*t);
+          sop   := q_out(2*SEGS_c+t);
+          eop   := q_out(SEGS_c+t);
+          valid := q_out(t);
+        end if;
+      end loop;
+      if not hdr_bus_g then
         h := d(31 downto 0) & d(63 downto 32) & d(95 downto 64) & d(127 downto 96);
       end if;
       next_seg := false;

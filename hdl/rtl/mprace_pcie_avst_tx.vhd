@@ -119,16 +119,16 @@ architecture rtl of mprace_pcie_avst_tx is
     return h;
   end function;
 
-  -- lanes 0..held-1 of hold, then data from its lane 0
+  -- lanes 0..held-1 of hold, then data from its lane 0 (shifts, not dynamic slices:
+  -- synthesis tools take those)
   function append(hold : std_logic_vector; held : lanes_t;
                   data : std_logic_vector) return std_logic_vector is
-    variable o : std_logic_vector(data_w_g-1 downto 0) := (others => '0');
+    variable o : std_logic_vector(data_w_g-1 downto 0);
   begin
+    o := std_logic_vector(shift_left(unsigned(data), 32*held));
     for k in 0 to LANES_c-1 loop
       if k < held then
         o(32*k+31 downto 32*k) := hold(32*k+31 downto 32*k);
-      else
-        o(32*k+31 downto 32*k) := data(32*(k-held)+31 downto 32*(k-held));
       end if;
     end loop;
     return o;
@@ -136,14 +136,8 @@ architecture rtl of mprace_pcie_avst_tx is
 
   -- data from lane `by` on, moved to lane 0
   function from_lane(data : std_logic_vector; by : lanes_t) return std_logic_vector is
-    variable o : std_logic_vector(data_w_g-1 downto 0) := (others => '0');
   begin
-    for k in 0 to LANES_c-1 loop
-      if k + by < LANES_c then
-        o(32*k+31 downto 32*k) := data(32*(k+by)+31 downto 32*(k+by));
-      end if;
-    end loop;
-    return o;
+    return std_logic_vector(shift_right(unsigned(data), 32*by));
   end function;
 
 begin
@@ -280,8 +274,8 @@ begin
         lanes := to_integer(unsigned(q_data(5 downto 1)));
         eop   := q_data(0);
         tx_st_data <= q_data(BEAT_W_c-1 downto BEAT_W_c-data_w_g);
+        tx_st_hdr <= (others => '0');
         if hdr_bus_g then
-          tx_st_hdr <= (others => '0');
           tx_st_hdr(127 downto 0) <= hdr(31 downto 0) & hdr(63 downto 32) & hdr(95 downto 64) &
                                      hdr(127 downto 96);   -- dword 0 in bits 127:96
         end if;

@@ -24,7 +24,7 @@ import rtl_build
 from pcie_env import C2H, TB, S, env_int, pause_pattern
 
 TOPLEVEL = "mprace_dma_top"
-TOPLEVEL_INTEL = {"p": "mprace_dma_top_ptile", "h": "mprace_dma_top_htile"}
+TOPLEVEL_INTEL = {"p": "mprace_dma_top_ptile", "h": "mprace_dma_top_htile", "l": "mprace_dma_top_htile"}
 DESC = S.engine["desc_size"]
 PAGE = S.engine["page_size"]
 TEST_CONTROL = lambda **kw: S.val("TEST_CONTROL", **kw)  # noqa: E731
@@ -260,8 +260,10 @@ async def wait_for(cond, timeout_us, what, step_ns=200):
 # P-tile top (mprace_dma_top_ptile, Gen3 x8 / x16) against cocotbext-pcie's P-tile model,
 # "h256" and "h512" the H-tile/L-tile top (mprace_dma_top_htile, Gen3 x8 / x16) against its
 # Stratix 10 H-tile model: the cases in INTEL_CHECK, all of INTEL with HDL_INTEL_ALL=1
-# (timeouts needs the IPs' completion timeout interfaces, not attached yet).
-WIDTHS = ("256", "512", "512n", "p256", "p512", "h256", "h512")
+# (timeouts needs the IPs' completion timeout interfaces, not attached yet). "l256" is that top
+# with l_tile_g against the L-tile model (its configuration output differs): LTILE_CHECK, or
+# all of INTEL with HDL_INTEL_ALL=1.
+WIDTHS = ("256", "512", "512n", "p256", "p512", "h256", "h512", "l256")
 NO_STRADDLE = {"registers", "c2h_mps512", "c2h_packets_pauses", "h2c_reordered", "abort_reset",
                "throughput_mps256_mrrs512_gen3", "soak"}
 INTEL = {"registers", "test_logic", "interrupts_msi32", "interrupts_msi2", "interrupts_msi1",
@@ -276,6 +278,7 @@ INTEL = {"registers", "test_logic", "interrupts_msi32", "interrupts_msi2", "inte
 # reordered completions, abort, failed reads
 INTEL_CHECK = {"registers", "interrupts_msi32", "c2h_packets_pauses", "h2c_reordered",
                "abort_reset", "h2c_read_errors_r1"}
+LTILE_CHECK = {"registers"}
 pytestmark = pytest.mark.parametrize("width", WIDTHS, ids=lambda w: f"w{w}")
 
 
@@ -284,14 +287,19 @@ def run(module, testcase, name=None, width="256", **env):
     settings `env` passed as MPRACE_<NAME> variables."""
     name = name or testcase
     toplevel = TOPLEVEL
+    params = {}
     if width[0] in TOPLEVEL_INTEL:
-        if name not in (INTEL if os.environ.get("HDL_INTEL_ALL") else INTEL_CHECK):
-            pytest.skip("Intel tiles: the cases in INTEL_CHECK (HDL_INTEL_ALL=1: INTEL)")
+        check = LTILE_CHECK if width[0] == "l" else INTEL_CHECK
+        if name not in (INTEL if os.environ.get("HDL_INTEL_ALL") else check):
+            pytest.skip("Intel tiles: the cases in INTEL_CHECK / LTILE_CHECK (HDL_INTEL_ALL=1: INTEL)")
         toplevel = TOPLEVEL_INTEL[width[0]]
         width_bits = int(width[1:])
+        if width[0] == "l":
+            params["l_tile_g"] = "true"
+            env["ltile"] = 1
     else:
         width_bits = int(width.rstrip("n"))
-    params = {"data_w_g": width_bits}
+    params["data_w_g"] = width_bits
     if width.endswith("n"):
         if name not in NO_STRADDLE:
             pytest.skip("without straddling: the cases in NO_STRADDLE")

@@ -498,7 +498,7 @@ def test_throughput(mps, mrrs, gen, width):
     size = os.environ.get("MPRACE_BENCH_BYTES", str((2 << 20) if os.environ.get("HDL_SOAK") else (512 << 10)))
     name = f"throughput_mps{mps}_mrrs{mrrs}_gen{gen}"
     run(MODULE, "throughput", name, mps=mps, mrrs=mrrs, gen=gen, bytes=size, width=width)
-    variant = width if width[0] in "ph" else f"w{width}"
+    variant = width if width[0] in "phl" else f"w{width}"
     print((rtl_build.build_root() / f"throughput-{variant}-mps{mps}-mrrs{mrrs}-gen{gen}.csv").read_text())
 
 
