@@ -11,11 +11,13 @@
 --   * At 512 bits a TLP may start in the second segment of the beat that ends another.
 --   * Ready latency: the IP may deliver beats up to ready_latency_g clocks after rx_st_ready
 --     falls; they land in a queue that lowers rx_st_ready while it has less room than that.
---   * Segments are taken one per clock (a 512-bit beat in two): each gives up to 8 payload
---     dwords of one completion, and two of them make a 512-bit output beat. This halves the
---     receive rate at 512 bits. With the header in the data, the payload is realigned to lane
---     0: 8 dwords leave once 8 are there, and a completion whose last segment leaves more than
---     8 takes one more clock.
+--   * Each segment gives up to 8 payload dwords of one completion, and two of them make a
+--     512-bit output beat. Both segments of a 512-bit beat are taken in one clock, unless that
+--     would make two output beats (a completion ends in the first and a short one fills the
+--     second), two register accesses, or follow a register read: then the second goes in the
+--     next clock. With the header in the data, the payload is realigned to lane 0: 8 dwords
+--     leave once 8 are there, and a completion whose last segment leaves more than 8 takes
+--     one more clock.
 --   * Completion status other than SC, or a poisoned completion (EP), is CPL_FAILED_c, a
 --     completion without data gives one beat without payload. The IPs report completion
 --     timeouts on an interface of their own, not here.
@@ -199,34 +201,42 @@ begin
 
   p_comb : process(all)
     variable v       : two_process_r;
-    variable s       : natural range 0 to SEGS_c-1;
+    variable snap    : two_process_r;
+    variable emits   : natural range 0 to 3;     -- output beats made this clock
     variable d       : std_logic_vector(SEG_W_c-1 downto 0);
     variable h       : std_logic_vector(127 downto 0);
     variable sop, eop, valid : std_logic;
     variable start   : natural range 0 to 4;     -- the first payload lane of this segment
     variable c       : natural range 0 to 8;     -- payload dwords in this segment
-    variable next_seg : boolean;         -- the head beat has another valid segment after s
+    variable next_seg : boolean;         -- the head beat has another valid segment after r.seg
 
     -- up to 8 payload dwords of the completion, from lane 0, to the output: one output beat
     -- at 256 bits, half of one at 512 (every piece but a completion's last has 8 dwords)
     procedure pass(pd : std_logic_vector(SEG_W_c-1 downto 0); n : natural; last : boolean) is
+      -- the fields of the completion an output beat belongs to
+      procedure fields is
+      begin
+        v.o.tag   := v.hdr.tag;
+        v.o.err   := v.hdr.err;
+        v.o.bytes := v.hdr.bytes;
+        v.o.done  := v.hdr.done;
+      end procedure;
     begin
-      v.o.tag   := v.hdr.tag;
-      v.o.err   := v.hdr.err;
-      v.o.bytes := v.hdr.bytes;
-      v.o.done  := v.hdr.done;
       if SEGS_c = 1 then
+        fields;
         v.o.valid := '1';
         v.o.sop   := v.first;
         v.o.eop   := to_std(last);
         v.o_data  := pd;
         v.o_keep  := ones(n, LANES_c);
         v.first   := '0';
+        emits := emits + 1;
       elsif v.piece = 0 and not last then
         v.low   := pd;                     -- the lower half of an output beat: wait for the upper
         v.low_n := n;
         v.piece := 1;
       else
+        fields;
         v.o.valid := '1';
         v.o.sop   := v.first;
         v.o.eop   := to_std(last);
@@ -239,54 +249,31 @@ begin
         end if;
         v.piece := 0;
         v.first := '0';
+        emits := emits + 1;
       end if;
     end procedure;
-  begin
-    v := r;
-    v.o := CPL_NONE_c;
-    v.other := '0';
-    v.reg_wr := '0';
-    v.reg_rd := '0';
-    q_pop <= '0';
-    if r.flush = '1' then
-      -- the last dwords of a completion, held from its last segment
-      pass(r.hold, r.held, true);
-      v.flush := '0';
-      v.held  := 0;
-    elsif q_valid = '1' and reg_hold = '0' and r.reg_rd = '0' then
-      s := r.seg;
-      -- segment s of the head beat (a loop of fixed slices: GHDL's synthesis fails on a
-      -- slice that moves with s)
+
+    -- segment t of the head beat: a TLP's header, a register access, payload to the output
+    procedure take(t : natural) is
+    begin
+      -- (a loop of fixed slices: GHDL's synthesis fails on a slice that moves with t)
       d := (others => '0');
       h := (others => '0');
       sop := '0';
       eop := '0';
       valid := '0';
-      for t in 0 to SEGS_c-1 loop
-        if t = s then
-          d     := q_out(BEAT_W_c-1-(SEGS_c-1-t)*SEG_W_c downto BEAT_W_c-(SEGS_c-t)*SEG_W_c);
-          h     := q_out(3*SEGS_c+128*t+127 downto 3*SEGS_c+128*t);
-          sop   := q_out(2*SEGS_c+t);
-          eop   := q_out(SEGS_c+t);
-          valid := q_out(t);
+      for k in 0 to SEGS_c-1 loop
+        if k = t then
+          d     := q_out(BEAT_W_c-1-(SEGS_c-1-k)*SEG_W_c downto BEAT_W_c-(SEGS_c-k)*SEG_W_c);
+          h     := q_out(3*SEGS_c+128*k+127 downto 3*SEGS_c+128*k);
+          sop   := q_out(2*SEGS_c+k);
+          eop   := q_out(SEGS_c+k);
+          valid := q_out(k);
         end if;
       end loop;
       if not hdr_bus_g then
         h := d(31 downto 0) & d(63 downto 32) & d(95 downto 64) & d(127 downto 96);
       end if;
-      next_seg := false;
-      for t in 0 to SEGS_c-1 loop
-        if t > s and q_out(t) = '1' then
-          next_seg := true;
-        end if;
-      end loop;
-      if next_seg then
-        v.seg := s + 1;
-      else
-        v.seg := 0;
-        q_pop <= '1';
-      end if;
-
       if valid = '1' then
         start := 0;
         if sop = '1' then
@@ -372,6 +359,48 @@ begin
           v.in_tlp := '0';
           v.is_cpl := '0';
         end if;
+      end if;
+    end procedure;
+  begin
+    v := r;
+    v.o := CPL_NONE_c;
+    v.other := '0';
+    v.reg_wr := '0';
+    v.reg_rd := '0';
+    emits := 0;
+    q_pop <= '0';
+    if r.flush = '1' then
+      -- the last dwords of a completion, held from its last segment
+      pass(r.hold, r.held, true);
+      v.flush := '0';
+      v.held  := 0;
+    elsif q_valid = '1' and reg_hold = '0' and r.reg_rd = '0' then
+      take(r.seg);
+      next_seg := false;
+      for t in 0 to SEGS_c-1 loop
+        if t > r.seg and q_out(t) = '1' then
+          next_seg := true;
+        end if;
+      end loop;
+      if next_seg then
+        -- at 512 bits the second segment goes in the same clock unless that makes two output
+        -- beats, two register accesses or two skipped TLPs, or the first segment was a
+        -- register read or left a flush beat to send: then it goes in the next clock
+        v.seg := 1;
+        if v.flush = '0' and v.reg_rd = '0' then
+          snap := v;
+          take(1);
+          if emits > 1 or (snap.reg_wr = '1' and (v.reg_wr = '1' or v.reg_rd = '1')) or
+             (snap.other = '1' and v.other = '1') then
+            v := snap;
+          else
+            v.seg := 0;
+            q_pop <= '1';
+          end if;
+        end if;
+      else
+        v.seg := 0;
+        q_pop <= '1';
       end if;
     end if;
     r_next <= v;

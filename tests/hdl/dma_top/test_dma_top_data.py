@@ -490,11 +490,12 @@ THROUGHPUT_SETTINGS = [(256, 512, 3), (256, 1024, 3), (512, 512, 3), (512, 1024,
 def test_throughput(mps, mrrs, gen, width):
     """Prints the figures (and writes throughput-w<width>-mps<M>-mrrs<R>-gen<G>.csv in the build
     directory); no timing assertion. MPRACE_BENCH_BYTES sets the size of each transfer.
-    Settings beyond the first with HDL_FIGURES=1; generation 4 (Gen4 x8) only at 512 bits."""
+    Settings beyond the first with HDL_FIGURES=1; generation 4 only at 512 bits (Gen4 x8 on
+    UltraScale+, Gen4 x16 on the P-tile)."""
     if (mps, mrrs, gen) != THROUGHPUT_SETTINGS[0] and not os.environ.get("HDL_FIGURES"):
         pytest.skip("more link settings with HDL_FIGURES=1")
-    if gen == 4 and width == "256":
-        pytest.skip("Gen4 x8 is an UltraScale+ (512-bit) setting")
+    if gen == 4 and width not in ("512", "512n", "p512"):
+        pytest.skip("Gen4: UltraScale+ (Gen4 x8) and the P-tile (Gen4 x16) at 512 bits only")
     size = os.environ.get("MPRACE_BENCH_BYTES", str((2 << 20) if os.environ.get("HDL_SOAK") else (512 << 10)))
     name = f"throughput_mps{mps}_mrrs{mrrs}_gen{gen}"
     run(MODULE, "throughput", name, mps=mps, mrrs=mrrs, gen=gen, bytes=size, width=width)

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """Rough resource estimate of mprace_dma_top (or of the vendor-neutral core alone, --top
-mprace_dma_core): GHDL synthesizes the VHDL to a Verilog netlist, Yosys maps it with
-synth_xilinx (UltraScale). Needs ghdl and yosys (Debian packages); takes a few minutes.
-Usage: yosys_estimate.py [--width 256|512] [--top mprace_dma_top|mprace_dma_core] [WORKDIR]
+mprace_dma_core, or of an Intel top, --top mprace_dma_top_ptile|mprace_dma_top_htile): GHDL
+synthesizes the VHDL to a Verilog netlist, Yosys maps it with synth_xilinx (UltraScale; for the
+Intel tops a yardstick in the same units, not an Intel fit). Needs ghdl and yosys (Debian
+packages); takes a few minutes.
+Usage: yosys_estimate.py [--width 256|512] [--top TOP] [WORKDIR]
 
 GHDL 2.0 writes its one-hot selections as `case` without a default, which Yosys would turn into
 latches; they are complete, so a `default: x` is added before Yosys reads the netlist."""
@@ -19,11 +21,12 @@ import rtl_build  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser(description="Yosys resource estimate of mprace_dma_top or mprace_dma_core")
+    ap = argparse.ArgumentParser(description="Yosys resource estimate of an engine top or its core")
     ap.add_argument("--width", type=int, choices=(256, 512), default=256,
                     help="datapath width (the generic data_w_g)")
-    ap.add_argument("--top", choices=("mprace_dma_top", "mprace_dma_core"), default="mprace_dma_top",
-                    help="the engine with the Xilinx adapters, or the core alone")
+    ap.add_argument("--top", choices=("mprace_dma_top", "mprace_dma_core", "mprace_dma_top_ptile",
+                                      "mprace_dma_top_htile"), default="mprace_dma_top",
+                    help="the engine with the Xilinx adapters, the core alone, or an Intel top")
     ap.add_argument("workdir", nargs="?", help="where the netlist and the log go")
     args = ap.parse_args()
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="mprace-synth-"))
