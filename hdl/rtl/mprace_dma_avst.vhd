@@ -284,7 +284,7 @@ begin
 
   ------------------------------------------------------------------ the engine
   i_core : entity work.mprace_dma_core
-    generic map (data_w_g => data_w_g, straddle_g => false, clk_mhz_g => clk_mhz_g,
+    generic map (data_w_g => data_w_g, straddle_g => true, clk_mhz_g => clk_mhz_g,
                  c2h_ring_log2_g => c2h_ring_log2_g, h2c_ring_log2_g => h2c_ring_log2_g,
                  cpl_hdr_g => cpl_hdr_g, cpl_data_g => cpl_data_g)
     port map (

@@ -14,9 +14,10 @@
 --     data stream goes through as it came; otherwise a TLP leaves one beat after it arrives,
 --     and when its last input beat leaves dwords over, one more output beat follows (in that
 --     clock the next TLP's first beat may enter, as it sends nothing yet).
---   * Every TLP starts in segment 0 (at 512 bits the second segment carries only the rest of a
---     TLP that started in the first): the core must not pack two TLPs into a beat (its
---     straddle_g off). The side bits of a second TLP in a beat are not taken.
+--   * At 512 bits the input may pack two TLPs into a beat (the core's straddle_g: one ends
+--     before lane 8, the next starts in lane 8, as the side bits say): the second goes in the
+--     same clock when it only fills hold and the first leaves nothing over, else in the next
+--     clock. On the output every TLP starts in segment 0.
 --   * Ready latency: the IP takes a beat in clock t only if it raised tx_st_ready in clock
 --     t - ready_latency_g; beats wait in a queue deep enough for the ones already decided.
 --   * Memory requests get the function's requester ID (req_id) in header dword 1, and those
@@ -82,9 +83,11 @@ architecture rtl of mprace_pcie_avst_tx is
     hdr     : std_logic_vector(127 downto 0);             -- header of the TLP in progress
     first   : std_logic;                                  -- its next output beat is its first
     flush   : std_logic;                                  -- hold is the TLP's last output beat
+    upper   : std_logic;                                  -- only the input beat's second
+                                                          -- segment is left (a TLP starts there)
   end record;
   constant R_INIT_c : two_process_r := (in_tlp => '0', hold => (others => '0'), held => 0,
-    hdr => (others => '0'), first => '0', flush => '0');
+    hdr => (others => '0'), first => '0', flush => '0', upper => '0');
 
   signal r, r_next  : two_process_r := R_INIT_c;
   signal q_in_valid : std_logic;
@@ -134,6 +137,14 @@ architecture rtl of mprace_pcie_avst_tx is
     return o;
   end function;
 
+  function to_sl(b : boolean) return std_logic is
+  begin
+    if b then
+      return '1';
+    end if;
+    return '0';
+  end function;
+
   -- data from lane `by` on, moved to lane 0
   function from_lane(data : std_logic_vector; by : lanes_t) return std_logic_vector is
   begin
@@ -143,41 +154,71 @@ architecture rtl of mprace_pcie_avst_tx is
 begin
 
   p_comb : process(all)
-    variable v     : two_process_r;
-    variable n     : lanes_t;
-    variable h     : std_logic_vector(127 downto 0);
-    variable d     : std_logic_vector(data_w_g-1 downto 0);
-    variable cnt   : lanes_t;
-    variable room  : lanes_t;
-    variable rest  : lanes_t;
-    variable eop   : std_logic;
+    variable v       : two_process_r;
+    variable in_data : std_logic_vector(data_w_g-1 downto 0);   -- the input as this clock sees it
+    variable in_keep : std_logic_vector(LANES_c-1 downto 0);
+    variable sop_hi  : boolean;        -- a TLP ends before lane 8 and the next starts in lane 8
+    variable n       : lanes_t;        -- dwords of the TLP in progress in in_data
+    variable fb_data : std_logic_vector(data_w_g-1 downto 0);   -- a TLP's first beat
+    variable fb_n    : lanes_t;
+    variable fb_ends : boolean;        -- ... which holds all of that TLP
+    variable h       : std_logic_vector(127 downto 0);
+    variable d       : std_logic_vector(data_w_g-1 downto 0);
+    variable cnt     : lanes_t;
+    variable room    : lanes_t;
+    variable rest    : lanes_t;
+    variable eop     : std_logic;
     variable only_holds : boolean;
   begin
     v := r;
     s_tready   <= '0';
     q_in_valid <= '0';
     q_in_data  <= (others => '0');
-    n := count_ones(s_tkeep);
-    -- what a TLP's first beat puts on tx_st_data, from lane 0, and its header
-    h := link_header(s_tdata(127 downto 0), req_id);
+
+    -- the input beat, or its second segment once the first has been taken (r.upper)
+    in_data := s_tdata;
+    in_keep := s_tkeep;
+    sop_hi  := LANES_c = 16 and s_side(REQ_SOP_HI_c) = '1';
+    if r.upper = '1' then
+      in_data := std_logic_vector(shift_right(unsigned(s_tdata), data_w_g/2));
+      in_keep := std_logic_vector(shift_right(unsigned(s_tkeep), LANES_c/2));
+      sop_hi  := false;
+    end if;
+    n := count_ones(in_keep);
+    if sop_hi then
+      n := to_integer(unsigned(s_side(REQ_EOP_PTR_c+3 downto REQ_EOP_PTR_c))) + 1;
+    end if;
+
+    -- the first beat of a TLP: of this view, or, where the TLP in progress ends before lane 8,
+    -- of the one starting in lane 8
+    fb_data := in_data;
+    fb_n    := n;
+    fb_ends := s_tlast = '1' or sop_hi;
+    if r.in_tlp = '1' and sop_hi then
+      fb_data := std_logic_vector(shift_right(unsigned(s_tdata), data_w_g/2));
+      fb_n    := count_ones(s_tkeep(LANES_c-1 downto LANES_c/2));
+      fb_ends := s_tlast = '1';
+    end if;
+    -- what it puts on tx_st_data, from lane 0, and its header
+    h := link_header(fb_data(127 downto 0), req_id);
     d := (others => '0');
     cnt := 0;
     if hdr_bus_g then
-      d(data_w_g-129 downto 0) := s_tdata(data_w_g-1 downto 128);         -- the payload
-      if n > HDR_SLOT_DW_c then
-        cnt := n - HDR_SLOT_DW_c;
+      d(data_w_g-129 downto 0) := fb_data(data_w_g-1 downto 128);         -- the payload
+      if fb_n > HDR_SLOT_DW_c then
+        cnt := fb_n - HDR_SLOT_DW_c;
       end if;
     elsif h(TLP_FMT_4DW_c) = '1' then
-      d := s_tdata(data_w_g-1 downto 128) & h;                             -- as it came
-      cnt := n;
+      d := fb_data(data_w_g-1 downto 128) & h;                             -- as it came
+      cnt := fb_n;
     else
-      d(data_w_g-33 downto 0) := s_tdata(data_w_g-1 downto 128) & h(95 downto 0);
-      if n > 0 then
-        cnt := n - 1;                                                      -- 3-dword header
+      d(data_w_g-33 downto 0) := fb_data(data_w_g-1 downto 128) & h(95 downto 0);
+      if fb_n > 0 then
+        cnt := fb_n - 1;                                                   -- 3-dword header
       end if;
     end if;
     -- ... which only fills hold: it may enter while the TLP before it flushes
-    only_holds := s_tlast = '0' and cnt < LANES_c;
+    only_holds := not fb_ends and cnt < LANES_c;
 
     if q_in_ready = '1' then
       if r.flush = '1' then
@@ -189,6 +230,7 @@ begin
         v.first := '0';
         if s_tvalid = '1' and only_holds then
           s_tready <= '1';
+          v.upper  := '0';
           v.hdr    := h;
           v.hold   := d;
           v.held   := cnt;
@@ -196,20 +238,29 @@ begin
           v.in_tlp := '1';
         end if;
       elsif s_tvalid = '1' then
-        s_tready <= '1';
         if r.in_tlp = '0' then
           v.hdr := h;
           if only_holds then
+            s_tready <= '1';
+            v.upper  := '0';
             v.hold   := d;
             v.held   := cnt;
             v.first  := '1';
             v.in_tlp := '1';
           else
+            -- the whole TLP, or a 4-dword header with a full beat of data, leaves at once;
+            -- a TLP starting in lane 8 after it waits for the next clock
             q_in_valid <= '1';
-            q_in_data  <= beat(d, h, '1', cnt, s_tlast);
+            q_in_data  <= beat(d, h, '1', cnt, to_sl(fb_ends));
             v.held   := 0;
             v.first  := '0';
-            v.in_tlp := not s_tlast;
+            v.in_tlp := to_sl(not fb_ends);
+            if sop_hi then
+              v.upper := '1';
+            else
+              s_tready <= '1';
+              v.upper  := '0';
+            end if;
           end if;
         else
           -- a later beat: what is held, then as much of this beat as fits
@@ -219,20 +270,35 @@ begin
             rest := n - room;
           end if;
           eop := '0';
-          if s_tlast = '1' and rest = 0 then
+          if (s_tlast = '1' or sop_hi) and rest = 0 then
             eop := '1';
           end if;
           q_in_valid <= '1';
-          q_in_data  <= beat(append(r.hold, r.held, s_tdata), r.hdr, r.first, r.held + n - rest,
+          q_in_data  <= beat(append(r.hold, r.held, in_data), r.hdr, r.first, r.held + n - rest,
                              eop);
-          v.hold  := from_lane(s_tdata, room);
+          v.hold  := from_lane(in_data, room);
           v.held  := rest;
           v.first := '0';
-          if s_tlast = '1' then
+          if s_tlast = '1' or sop_hi then
             v.in_tlp := '0';
             if rest > 0 then
               v.flush := '1';                    -- one more beat with the rest of this one
             end if;
+          end if;
+          if sop_hi and rest = 0 and only_holds then
+            -- the next TLP starts in lane 8 and only fills hold: it goes in this clock
+            s_tready <= '1';
+            v.upper  := '0';
+            v.hdr    := h;
+            v.hold   := d;
+            v.held   := cnt;
+            v.first  := '1';
+            v.in_tlp := '1';
+          elsif sop_hi then
+            v.upper := '1';                      -- it goes in the next clock
+          else
+            s_tready <= '1';
+            v.upper  := '0';
           end if;
         end if;
       end if;

@@ -10,14 +10,15 @@ the data) as sent, in the 3-dword form below
 4 GiB and with the function's requester ID (cocotbext-pcie reads the same address, length and
 tag from it) and its payload dword for dword; the sink itself fails a
 beat driven outside the ready latency or a frame that ends early or late. At 256 bits (one
-segment) and 512 bits (two)."""
+segment) and 512 bits (two); at 512 bits the source packs TLPs as the engine's write engine
+does with straddle_g (a TLP whose last beat uses at most 8 lanes is followed, at random, by the
+next starting in lane 8, the side bits saying so), and the test checks it did."""
 import random
 
 import cocotb
 import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer, with_timeout
-from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSource
 from cocotbext.pcie.core.tlp import TlpType
 from cocotbext.pcie.intel.ptile.interface import PTilePcieSink, PTileTxBus
 from cocotbext.pcie.intel.s10.interface import S10PcieSink, S10TxBus
@@ -26,6 +27,37 @@ import rtl_build
 from pcie_env import env_int, pause_pattern, quiet_logs
 
 READY_LATENCY = 3   # tx_st_ready's latency on both tiles (cocotbext-pcie's models use the same)
+SOP_HI, EOP_MID, EOP_PTR = 1 << 0, 1 << 1, 2   # mprace_dma_pkg REQ_SOP_HI_c, REQ_EOP_MID_c, REQ_EOP_PTR_c
+
+
+def packed_beats(tlps, lanes, rng):
+    """The request stream's beats (data, keep, side, last) for TLPs given as dword lists: at 16
+    lanes a TLP whose last beat ends at or before lane 8 is followed, at random, by the next
+    one in lane 8 of the same beat (one packet, tlast only at its end); else each TLP is a
+    packet of its own. Returns the beats and how many TLPs started in lane 8."""
+    beats, straddled = [], 0
+    for words in tlps:
+        prev = beats[-1] if beats else None
+        if lanes == 16 and prev and not prev["last"] and len(prev["w"]) <= 8 and rng.random() < 0.7:
+            pos = len(prev["w"])
+            prev["side"] = SOP_HI | EOP_MID | (pos - 1) << EOP_PTR
+            prev["w"] += [None] * (8 - pos) + words[:8]
+            rest = words[8:]
+            straddled += 1
+        else:
+            if prev:
+                prev["last"] = True                  # the packet ends with the TLP before
+            rest = words
+        while rest:
+            beats.append({"w": rest[:lanes], "side": 0, "last": False})
+            rest = rest[lanes:]
+    beats[-1]["last"] = True
+    out = []
+    for b in beats:
+        data = sum((w or 0) << 32 * k for k, w in enumerate(b["w"]))
+        keep = sum(1 << k for k, w in enumerate(b["w"]) if w is not None)
+        out.append((data, keep, b["side"], int(b["last"])))
+    return out, straddled
 
 
 def request(rng):
@@ -62,25 +94,40 @@ async def requests(dut):
     dut.req_id.value = req_id
     for _ in range(4):
         await RisingEdge(dut.clk)
-    src = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s"), dut.clk, dut.rst)
     hdr_bus = env_int("MPRACE_HDR_BUS", 1)         # the generic hdr_bus_g
     sink_type, bus_type = (PTilePcieSink, PTileTxBus) if hdr_bus else (S10PcieSink, S10TxBus)
     sink = sink_type(bus_type.from_prefix(dut, "tx_st"), dut.clk, dut.rst, ready_latency=READY_LATENCY)
+    src_pause = pause_pattern(random.Random(rng.getrandbits(32)), busy / 2) if busy else None
     if busy:
         sink.set_pause_generator(pause_pattern(rng, busy))
-        src.set_pause_generator(pause_pattern(random.Random(rng.getrandbits(32)), busy / 2))
     for _ in range(4):
         await RisingEdge(dut.clk)
     dut.rst.value = 0
 
-    expected = []
+    expected, tlps = [], []
+    frng = random.Random(rng.getrandbits(32))
+    for _ in range(count):
+        words, want = request(frng)
+        expected.append(want)
+        tlps.append(words)
+    lanes = len(dut.s_tkeep)
+    beats, straddled = packed_beats(tlps, lanes, frng)
+    assert lanes == 8 or straddled > count // 10, f"only {straddled} TLPs start in lane 8"
 
     async def feed():
-        frng = random.Random(rng.getrandbits(32))
-        for _ in range(count):
-            words, want = request(frng)
-            expected.append(want)
-            await src.send(AxiStreamFrame(words))
+        for data, keep, side, last in beats:
+            while src_pause is not None and next(src_pause):
+                dut.s_tvalid.value = 0
+                await RisingEdge(dut.clk)
+            dut.s_tdata.value = data
+            dut.s_tkeep.value = keep
+            dut.s_side.value = side
+            dut.s_tlast.value = last
+            dut.s_tvalid.value = 1
+            await RisingEdge(dut.clk)
+            while not int(dut.s_tready.value):
+                await RisingEdge(dut.clk)
+        dut.s_tvalid.value = 0
     cocotb.start_soon(feed())
 
     for k in range(count):
