@@ -117,6 +117,9 @@ class TB:
         self.seed = env_int("MPRACE_SEED", 1) if seed is None else seed
         self.rng = random.Random(self.seed)
         self.mps, self.mrrs = mps, mrrs
+        # the user clock: 250 MHz but for an Intel tile told otherwise (MPRACE_CLK_MHZ)
+        self.clk_mhz = env_int("MPRACE_CLK_MHZ", 250)
+        self.clk_ns = 1000 / self.clk_mhz
 
         self.rc = RootComplex()
         self.rc.max_payload_size = (mps // 128).bit_length() - 1
@@ -205,16 +208,19 @@ class TB:
 
     def _ptile_device(self, dut, msi_count):
         """cocotbext-pcie's Intel P-tile around mprace_dma_top_ptile: Gen3 x8 at 256 bits, Gen3
-        x16 (MPRACE_GEN=4: Gen4 x16) at 512, 250 MHz, MSI from the engine's memory writes."""
+        x16 (MPRACE_GEN=4: Gen4 x16) at 512, 250 MHz (MPRACE_CLK_MHZ: the IP's coreclkout_hip,
+        the top's clk_mhz_g), MSI from the engine's memory writes."""
         self.width = len(dut.tx_st_data)
         self.beat_bytes = self.width // 8
         self.gen = env_int("MPRACE_GEN", 3) if self.width == 512 else 3
         self.lanes = 16 if self.width == 512 else 8
         self.straddle = False
         self.variant = f"p{self.width}"
+        if self.clk_mhz != 250:
+            self.variant += f"-{self.clk_mhz}mhz"
         self.dev = PTilePcieDevice(
             port_num=0, pcie_generation=self.gen, pcie_link_width=self.lanes,
-            pld_clk_frequency=250e6, max_payload_size=512, enable_extended_tag=False,
+            pld_clk_frequency=self.clk_mhz * 1e6, max_payload_size=512, enable_extended_tag=False,
             pf0_msi_enable=True, pf0_msi_count=msi_count,
             coreclkout_hip=dut.user_clk, reset_status=dut.user_reset,
             rx_bus=PTileRxBus.from_prefix(dut, "rx_st"), tx_bus=PTileTxBus.from_prefix(dut, "tx_st"),

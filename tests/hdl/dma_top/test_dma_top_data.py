@@ -249,7 +249,7 @@ def link_limits(tb, mps, mrrs, addr64=False):
     hdr = 16 if addr64 else 12                            # memory write / completion header
     wire = mps + hdr + 8                                  # + sequence number, LCRC, framing
     link = raw * mps / wire / 1e9
-    # one beat per 4 ns: writes have a 4-dword descriptor on RQ, completions a 3-dword one on
+    # one beat per clock (4 ns at 250 MHz): writes have a 4-dword descriptor on RQ, completions a 3-dword one on
     # RC; with straddling (512 bits) a write or a completion may start in the upper half of a
     # beat, so each takes whole half beats, else whole beats. Intel's tiles start a TLP in any
     # 256-bit segment: the P-tile carries headers on a bus of their own, so a TLP takes whole
@@ -265,15 +265,15 @@ def link_limits(tb, mps, mrrs, addr64=False):
     beats_cpl = -(-(hdr_cpl + mps) // unit) * unit / tb.beat_bytes
     # both directions at once: the writes share RQ with one read request (one beat) per MRRS
     req_beats = 32 / tb.beat_bytes if tb.intel else 1     # a read request: one segment or beat
-    both = 1 / (beats_wr / mps + req_beats / mrrs) / 4
-    return dict(link=link, rq=mps / (beats_wr * 4.0), rc=mps / (beats_cpl * 4.0), rq_both=both,
+    both = 1 / (beats_wr / mps + req_beats / mrrs) / tb.clk_ns
+    return dict(link=link, rq=mps / (beats_wr * tb.clk_ns), rc=mps / (beats_cpl * tb.clk_ns), rq_both=both,
                 beats_wr=beats_wr)
 
 
-def rq_busy(lim, mps, mrrs, c2h_bytes, h2c_bytes, ns):
-    """The share of RQ's clocks in ns that C2H's writes and H2C's read requests (one beat per
-    MRRS) of these sizes take: with both directions streaming, RQ is what they share."""
-    return (c2h_bytes * lim["beats_wr"] / mps + h2c_bytes / mrrs) * 4 / ns
+def rq_busy(lim, mps, mrrs, c2h_bytes, h2c_bytes, ns, clk_ns):
+    """The share of RQ's clocks (of clk_ns) in ns that C2H's writes and H2C's read requests (one
+    beat per MRRS) of these sizes take: with both directions streaming, RQ is what they share."""
+    return (c2h_bytes * lim["beats_wr"] / mps + h2c_bytes / mrrs) * clk_ns / ns
 
 
 @cocotb.test()
@@ -326,7 +326,7 @@ async def throughput(dut):
             await halt(tb, ch)
     both = {ch: (nb, t) for run_, ch, nb, t, g, limit in rows if "+" in run_}
     busy = 100 * rq_busy(lim, tb.mps, tb.mrrs, both[C2H][0], both[H2C][0],
-                         max(t for nb, t in both.values()))
+                         max(t for nb, t in both.values()), tb.clk_ns)
     out = (rtl_build.build_root() /
            f"throughput-{tb.variant}-mps{tb.mps}-mrrs{tb.mrrs}-gen{tb.gen}.csv")
     with open(out, "w") as f:
@@ -482,7 +482,7 @@ def test_addr64(width):
 
 # link settings of the figures: (MPS, MRRS, PCIe generation); make check runs the first
 THROUGHPUT_SETTINGS = [(256, 512, 3), (256, 1024, 3), (512, 512, 3), (512, 1024, 3),
-                       (512, 1024, 4)]
+                       (256, 512, 4), (512, 1024, 4)]
 
 
 @pytest.mark.parametrize("mps,mrrs,gen", THROUGHPUT_SETTINGS,
@@ -491,15 +491,17 @@ def test_throughput(mps, mrrs, gen, width):
     """Prints the figures (and writes throughput-w<width>-mps<M>-mrrs<R>-gen<G>.csv in the build
     directory); no timing assertion. MPRACE_BENCH_BYTES sets the size of each transfer.
     Settings beyond the first with HDL_FIGURES=1; generation 4 only at 512 bits (Gen4 x8 on
-    UltraScale+, Gen4 x16 on the P-tile)."""
+    UltraScale+; Gen4 x16 on the P-tile, with coreclkout_hip at 500 MHz: at 250 the 512-bit
+    interface carries half of that link)."""
     if (mps, mrrs, gen) != THROUGHPUT_SETTINGS[0] and not os.environ.get("HDL_FIGURES"):
         pytest.skip("more link settings with HDL_FIGURES=1")
     if gen == 4 and width not in ("512", "512n", "p512"):
         pytest.skip("Gen4: UltraScale+ (Gen4 x8) and the P-tile (Gen4 x16) at 512 bits only")
     size = os.environ.get("MPRACE_BENCH_BYTES", str((2 << 20) if os.environ.get("HDL_SOAK") else (512 << 10)))
     name = f"throughput_mps{mps}_mrrs{mrrs}_gen{gen}"
-    run(MODULE, "throughput", name, mps=mps, mrrs=mrrs, gen=gen, bytes=size, width=width)
-    variant = width if width[0] in "phl" else f"w{width}"
+    clock = dict(clk_mhz=500) if width == "p512" and gen == 4 else {}
+    run(MODULE, "throughput", name, mps=mps, mrrs=mrrs, gen=gen, bytes=size, width=width, **clock)
+    variant = (width if width[0] in "phl" else f"w{width}") + ("-500mhz" if clock else "")
     print((rtl_build.build_root() / f"throughput-{variant}-mps{mps}-mrrs{mrrs}-gen{gen}.csv").read_text())
 
 
