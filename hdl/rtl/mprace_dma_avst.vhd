@@ -10,9 +10,10 @@
 --   user data      : s_axis_c2h_* in, m_axis_h2c_* out, as on mprace_dma_top
 -- Requests, register completions and MSI share tx_st_* through a request mux, the engine's
 -- requests served last, so an MSI leaves after the writes of the descriptor it reports.
--- Not handled yet: transmit credits, the IPs' completion timeout interfaces, INTx, every TLP
--- starting in the first segment at 512 bits and one receive segment per clock (half the
--- 512-bit rate). Spec: docs/dma-engine.md; hdl/README.md "Where the vendor lives".
+-- At 512 bits the core packs C2H writes two to a beat (straddle_g), which the transmit adapter
+-- takes apart. Not handled yet: transmit credits, the IPs' completion timeout interfaces, INTx,
+-- TLPs starting in the second transmit segment. Spec: docs/dma-engine.md; hdl/README.md "The
+-- Intel tops".
 library ieee;
 use ieee.std_logic_1164.all;
 use ieee.numeric_std.all;

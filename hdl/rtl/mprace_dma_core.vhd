@@ -10,7 +10,7 @@
 --                   in (CAPS.MSI_VECTORS: the count the host granted, 0 without MSI)
 --   user data     : s_axis_c2h_* in, m_axis_h2c_* out, as at mprace_dma_top
 -- straddle_g (512 bits only): C2H writes may start in the second segment of a beat; set it when
--- the block takes two TLPs per beat.
+-- the front end takes two TLPs per beat (UltraScale+ RQ straddling, the Intel adapters).
 -- Spec: docs/dma-engine.md (all sections); the register map is engine_spec_pkg.
 library ieee;
 use ieee.std_logic_1164.all;

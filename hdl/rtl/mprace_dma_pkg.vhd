@@ -167,6 +167,7 @@ package mprace_dma_pkg is
   function dw(b : std_logic_vector; i : natural) return dword_t;   -- dword i of a beat
   function ones(n : natural; width : natural) return std_logic_vector;   -- n low bits of width set
   function count_ones(s : std_logic_vector) return natural;
+  function to_sl(b : boolean) return std_logic;                    -- '1' for true
   function code(n : natural) return code_t;                        -- error code as a byte
 
   -- completion record (RESULT_BYTES, RESULT_STATUS) as two dwords, RESULT_BYTES in 31:0
@@ -246,6 +247,14 @@ package body mprace_dma_pkg is
       end if;
     end loop;
     return n;
+  end function;
+
+  function to_sl(b : boolean) return std_logic is
+  begin
+    if b then
+      return '1';
+    end if;
+    return '0';
   end function;
 
   function code(n : natural) return code_t is

@@ -12,9 +12,8 @@
 --   user data      : s_axis_c2h_* in, m_axis_h2c_* out, as on mprace_dma_top
 -- The engine and everything it shares with the H-tile/L-tile top is mprace_dma_avst; this top
 -- decodes the P-tile's configuration output. Not handled yet: transmit credits (tx_cdts_limit),
--- the IP's completion timeout interface, INTx, every TLP starting in the first segment at 512
--- bits and one receive segment per clock (half the 512-bit rate). Spec: docs/dma-engine.md;
--- hdl/README.md "Where the vendor lives".
+-- the IP's completion timeout interface, INTx, TLPs starting in the second transmit segment.
+-- Spec: docs/dma-engine.md; hdl/README.md "The Intel tops".
 library ieee;
 use ieee.std_logic_1164.all;
 use ieee.numeric_std.all;

@@ -144,14 +144,6 @@ architecture rtl of mprace_pcie_avst_rx is
     return c;
   end function;
 
-  function to_std(b : boolean) return std_logic is
-  begin
-    if b then
-      return '1';
-    end if;
-    return '0';
-  end function;
-
   -- lanes 0..held-1 of hold, then data from its lane `start` (shifts, not dynamic slices:
   -- synthesis tools take those)
   function append(hold : std_logic_vector(SEG_W_c-1 downto 0); held : natural;
@@ -226,7 +218,7 @@ begin
         fields;
         v.o.valid := '1';
         v.o.sop   := v.first;
-        v.o.eop   := to_std(last);
+        v.o.eop   := to_sl(last);
         v.o_data  := pd;
         v.o_keep  := ones(n, LANES_c);
         v.first   := '0';
@@ -239,7 +231,7 @@ begin
         fields;
         v.o.valid := '1';
         v.o.sop   := v.first;
-        v.o.eop   := to_std(last);
+        v.o.eop   := to_sl(last);
         if v.piece = 0 then
           v.o_data := (data_w_g-1 downto SEG_W_c => '0') & pd;
           v.o_keep := ones(n, LANES_c);

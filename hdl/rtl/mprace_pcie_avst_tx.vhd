@@ -137,14 +137,6 @@ architecture rtl of mprace_pcie_avst_tx is
     return o;
   end function;
 
-  function to_sl(b : boolean) return std_logic is
-  begin
-    if b then
-      return '1';
-    end if;
-    return '0';
-  end function;
-
   -- data from lane `by` on, moved to lane 0
   function from_lane(data : std_logic_vector; by : lanes_t) return std_logic_vector is
   begin

@@ -8,7 +8,9 @@ packages); takes a few minutes.
 Usage: yosys_estimate.py [--width 256|512] [--top TOP] [WORKDIR]
 
 GHDL 2.0 writes its one-hot selections as `case` without a default, which Yosys would turn into
-latches; they are complete, so a `default: x` is added before Yosys reads the netlist."""
+latches; they are complete, so a `default: x` is added before Yosys reads the netlist. The
+simulation-only checks it keeps (`$fatal` of an assert: the Intel receive queue's overflow
+check) are dropped, as synthesis drops them."""
 import argparse
 import re
 import subprocess
@@ -35,6 +37,8 @@ def main():
     subprocess.run(["ghdl", "-a", "--std=08", f"--workdir={work}"] + files, check=True)
     net = subprocess.run(["ghdl", "--synth", "--std=08", f"--workdir={work}", "--out=verilog",
                           f"-gdata_w_g={args.width}", args.top], check=True, capture_output=True, text=True).stdout
+    # an assert's check: "always @*" / "if (...)" / "$fatal(...);" -> the three lines go
+    net = re.sub(r"\n\s*always @\*\n\s*if \([^\n]*\)\n\s*\$fatal\([^\n]*\);", "", net)
     lines, out, i = net.split("\n"), [], 0
     while i < len(lines):
         out.append(lines[i])
