@@ -63,6 +63,7 @@ architecture rtl of mprace_board_s10_htile_gen3x8 is
       app_msi_num     : in  std_logic_vector(4 downto 0);
       app_msi_tc      : in  std_logic_vector(2 downto 0);
       app_msi_func_num : in std_logic_vector(1 downto 0);
+      app_int_sts     : in  std_logic_vector(3 downto 0);
       tl_cfg_func     : out std_logic_vector(1 downto 0);
       tl_cfg_add      : out std_logic_vector(4 downto 0);
       tl_cfg_ctl      : out std_logic_vector(31 downto 0)
@@ -78,6 +79,7 @@ architecture rtl of mprace_board_s10_htile_gen3x8 is
   signal msi_num : std_logic_vector(4 downto 0);
   signal msi_tc : std_logic_vector(2 downto 0);
   signal msi_fn, cfg_func : std_logic_vector(1 downto 0);
+  signal int_sts : std_logic_vector(3 downto 0);
   signal cfg_add : std_logic_vector(4 downto 0);
   signal cfg_ctl : std_logic_vector(31 downto 0);
 
@@ -103,7 +105,7 @@ begin
       tx_st_data => tx_data, tx_st_sop => tx_sop(0), tx_st_eop => tx_eop(0),
       tx_st_valid => tx_valid(0), tx_st_err => tx_err(0), tx_st_ready => tx_ready,
       app_msi_req => msi_req, app_msi_ack => msi_ack, app_msi_num => msi_num,
-      app_msi_tc => msi_tc, app_msi_func_num => msi_fn,
+      app_msi_tc => msi_tc, app_msi_func_num => msi_fn, app_int_sts => int_sts,
       tl_cfg_func => cfg_func, tl_cfg_add => cfg_add, tl_cfg_ctl => cfg_ctl
     );
 
@@ -117,7 +119,7 @@ begin
       tx_st_data => tx_data, tx_st_sop => tx_sop, tx_st_eop => tx_eop, tx_st_valid => tx_valid,
       tx_st_err => tx_err, tx_st_ready => tx_ready,
       app_msi_req => msi_req, app_msi_ack => msi_ack, app_msi_num => msi_num,
-      app_msi_tc => msi_tc, app_msi_func_num => msi_fn,
+      app_msi_tc => msi_tc, app_msi_func_num => msi_fn, app_int_sts => int_sts,
       tl_cfg_func => cfg_func, tl_cfg_add => cfg_add, tl_cfg_ctl => cfg_ctl,
       s_axis_c2h_tdata => s_axis_c2h_tdata, s_axis_c2h_tkeep => s_axis_c2h_tkeep,
       s_axis_c2h_tlast => s_axis_c2h_tlast, s_axis_c2h_tvalid => s_axis_c2h_tvalid,

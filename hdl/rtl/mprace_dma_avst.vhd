@@ -4,15 +4,16 @@
 -- decode the IP's configuration output and name the ports as the IP does.
 --   BAR0 registers : memory requests on rx_st_* (mprace_pcie_avst_rx), their completions on tx_st_*
 --   bus mastering  : requests on tx_st_* (mprace_pcie_avst_tx), completions on rx_st_*
---   interrupts     : one vector per source with 4 or more granted (as on the Xilinx top), no
---                    INTx; msi_tlp_g = true: as memory writes on tx_st_* to the address and data
---                    the host set (the P-tile), false: through app_msi_req/ack (H-/L-tile)
+--   interrupts     : one vector per source with 4 or more granted (as on the Xilinx top);
+--                    msi_tlp_g = true: as memory writes on tx_st_* to the address and data the
+--                    host set (the P-tile), false: through app_msi_req/ack (H-/L-tile); with
+--                    MSI off the INTA level on `intx` (the tops pass it to the IP)
 --   user data      : s_axis_c2h_* in, m_axis_h2c_* out, as on mprace_dma_top
 -- Requests, register completions and MSI share tx_st_* through a request mux, the engine's
 -- requests served last, so an MSI leaves after the writes of the descriptor it reports.
 -- At 512 bits the core packs C2H writes two to a beat (straddle_g), which the transmit adapter
--- takes apart. Not handled yet: transmit credits, the IPs' completion timeout interfaces, INTx,
--- TLPs starting in the second transmit segment. Spec: docs/dma-engine.md; hdl/README.md "The
+-- takes apart. Not handled yet: transmit credits, the IPs' completion timeout interfaces, TLPs
+-- starting in the second transmit segment. Spec: docs/dma-engine.md; hdl/README.md "The
 -- Intel tops".
 library ieee;
 use ieee.std_logic_1164.all;
@@ -70,6 +71,8 @@ entity mprace_dma_avst is
     app_msi_req : out std_logic := '0';
     app_msi_num : out std_logic_vector(4 downto 0) := (others => '0');
     app_msi_ack : in  std_logic;
+    -- INTA's level while MSI is off
+    intx        : out std_logic;
     -- user C2H stream (card to host)
     s_axis_c2h_tdata  : in  std_logic_vector(data_w_g-1 downto 0);
     s_axis_c2h_tkeep  : in  std_logic_vector(data_w_g/8-1 downto 0);
@@ -222,7 +225,7 @@ begin
     port map (
       clk => clk, rst => rst, irq_status => irq_status, irq_enable => irq_enable,
       msi_on => msi_on, msi_mme => msi_mme, msi_vectors => msi_vectors,
-      fire => msi_fire, vector => msi_vec, done => msi_done);
+      fire => msi_fire, vector => msi_vec, done => msi_done, intx => intx);
   msi_done <= msi_valid and q_tready(P_MSI_c) when msi_tlp_g else msi_valid and app_msi_ack;
 
   p_msi : process(clk)

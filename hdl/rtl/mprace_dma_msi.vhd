@@ -7,8 +7,8 @@
 --     share one message.
 --   * One message at a time: `fire` pulses for one clock with `vector`, then nothing more fires
 --     until the front end says `done` (sent, or failed: a failed message is not retried).
---   * With MSI off nothing is remembered (the front end may signal INTx from IRQ_STATUS and
---     IRQ_ENABLE itself).
+--   * With MSI off nothing is remembered; `intx` is the legacy interrupt line instead: high
+--     while IRQ_STATUS and IRQ_ENABLE overlap (the front end asserts INTA with it).
 -- `msi_vectors` is CAPS.MSI_VECTORS: the granted count, 0 with MSI off, at most 8 (the 4-bit
 -- field cannot hold 16 or 32; the engine never uses more than 4).
 -- Spec: docs/dma-engine.md section 6 (interrupts) and the interrupt table of section 9.
@@ -30,7 +30,8 @@ entity mprace_dma_msi is
     msi_vectors : out std_logic_vector(3 downto 0) := (others => '0');
     fire        : out std_logic := '0';               -- pulse: send the MSI of `vector`
     vector      : out natural range 0 to 31 := 0;
-    done        : in  std_logic                       -- the message fired last has gone
+    done        : in  std_logic;                      -- the message fired last has gone
+    intx        : out std_logic := '0'                -- INTA's level while MSI is off
   );
 end entity mprace_dma_msi;
 
@@ -46,9 +47,10 @@ architecture rtl of mprace_dma_msi is
     waiting : std_logic;                      -- a message is on its way
     fire    : std_logic;
     vector  : natural range 0 to 31;
+    intx    : std_logic;
   end record;
   constant R_INIT_c : two_process_r := (active => "000", pending => "000", waiting => '0',
-                                        fire => '0', vector => 0);
+                                        fire => '0', vector => 0, intx => '0');
 
   signal r, r_next : two_process_r := R_INIT_c;
   signal per_src   : std_logic;   -- one vector per source
@@ -81,6 +83,10 @@ begin
     act := irq_status and irq_enable;
     v.active  := act;
     v.pending := r.pending or (act and not r.active);
+    v.intx    := '0';
+    if act /= "000" and msi_on = '0' then
+      v.intx := '1';
+    end if;
 
     if r.waiting = '1' then
       if done = '1' then
@@ -112,6 +118,7 @@ begin
 
   fire   <= r.fire;
   vector <= r.vector;
+  intx   <= r.intx;
 
   p_seq : process(clk)
   begin
@@ -121,6 +128,7 @@ begin
         r.pending <= "000";
         r.waiting <= '0';
         r.fire    <= '0';
+        r.intx    <= '0';
       end if;
     end if;
   end process;

@@ -7,15 +7,16 @@
 --   bus mastering  : requests on tx_st_*, completions on rx_st_* (ready latency 17 at 256 bits,
 --                    18 at 512; the receive queue is sized for 18)
 --   interrupts     : MSI through the IP (app_msi_req/ack, app_msi_num the vector), one vector
---                    per source with 4 or more granted (as on the Xilinx top); no INTx
+--                    per source with 4 or more granted (as on the Xilinx top); INTA on
+--                    app_int_sts(0) while MSI is off
 --   configuration  : tl_cfg_* (the IP's configuration output, one register per clock): bus and
 --                    device number (the requester ID the IP does not fill in), MPS, MRRS, RCB
 --                    (bit 14 of register 1 on the H-tile, bit 16 on the L-tile: l_tile_g), the
 --                    MSI enable and Multiple Message Enable
 --   user data      : s_axis_c2h_* in, m_axis_h2c_* out, as on mprace_dma_top
 -- The engine and everything it shares with the P-tile top is mprace_dma_avst. Not handled yet:
--- transmit credits (tx_*_cdts), the IP's completion timeout interface, INTx, TLPs starting in
--- the second transmit segment. Spec: docs/dma-engine.md; hdl/README.md "The Intel tops".
+-- transmit credits (tx_*_cdts), the IP's completion timeout interface, TLPs starting in the
+-- second transmit segment. Spec: docs/dma-engine.md; hdl/README.md "The Intel tops".
 library ieee;
 use ieee.std_logic_1164.all;
 use ieee.numeric_std.all;
@@ -57,6 +58,8 @@ entity mprace_dma_top_htile is
     app_msi_num      : out std_logic_vector(4 downto 0) := (others => '0');
     app_msi_tc       : out std_logic_vector(2 downto 0) := (others => '0');
     app_msi_func_num : out std_logic_vector(1 downto 0) := (others => '0');
+    -- legacy interrupt (INTx) level per function: bit 0 is INTA of function 0
+    app_int_sts      : out std_logic_vector(3 downto 0) := (others => '0');
     -- configuration output
     tl_cfg_func : in  std_logic_vector(1 downto 0);
     tl_cfg_add  : in  std_logic_vector(4 downto 0);
@@ -133,6 +136,7 @@ begin
       cfg_rcb128 => cfg_rcb128, msi_on => msi_on, msi_mme => msi_mme,
       msi_addr => (63 downto 0 => '0'), msi_data => (15 downto 0 => '0'),
       app_msi_req => app_msi_req, app_msi_num => app_msi_num, app_msi_ack => app_msi_ack,
+      intx => app_int_sts(0),
       s_axis_c2h_tdata => s_axis_c2h_tdata, s_axis_c2h_tkeep => s_axis_c2h_tkeep,
       s_axis_c2h_tlast => s_axis_c2h_tlast, s_axis_c2h_tvalid => s_axis_c2h_tvalid,
       s_axis_c2h_tready => s_axis_c2h_tready,
@@ -142,5 +146,6 @@ begin
 
   app_msi_tc       <= (others => '0');   -- traffic class 0, function 0
   app_msi_func_num <= (others => '0');
+  app_int_sts(3 downto 1) <= (others => '0');
 
 end architecture rtl;

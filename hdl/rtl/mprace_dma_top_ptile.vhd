@@ -5,14 +5,15 @@
 --   BAR0 registers : memory requests on rx_st_* (mprace_pcie_avst_rx), their completions on tx_st_*
 --   bus mastering  : requests on tx_st_* (mprace_pcie_avst_tx), completions on rx_st_*
 --   interrupts     : MSI as memory writes on tx_st_* to the address and data the host set, one
---                    vector per source with 4 or more granted (as on the Xilinx top); no INTx
+--                    vector per source with 4 or more granted (as on the Xilinx top); INTA on
+--                    app_int(0) while MSI is off
 --   configuration  : tl_cfg_* (the IP's configuration output, one register per clock): bus and
 --                    device number (the requester ID the IP does not fill in), MPS, MRRS, RCB,
 --                    the MSI capability
 --   user data      : s_axis_c2h_* in, m_axis_h2c_* out, as on mprace_dma_top
 -- The engine and everything it shares with the H-tile/L-tile top is mprace_dma_avst; this top
 -- decodes the P-tile's configuration output. Not handled yet: transmit credits (tx_cdts_limit),
--- the IP's completion timeout interface, INTx, TLPs starting in the second transmit segment.
+-- the IP's completion timeout interface, TLPs starting in the second transmit segment.
 -- Spec: docs/dma-engine.md; hdl/README.md "The Intel tops".
 library ieee;
 use ieee.std_logic_1164.all;
@@ -54,6 +55,8 @@ entity mprace_dma_top_ptile is
     tx_st_valid     : out std_logic_vector(data_w_g/256-1 downto 0) := (others => '0');
     tx_st_err       : out std_logic_vector(data_w_g/256-1 downto 0) := (others => '0');
     tx_st_ready     : in  std_logic;
+    -- legacy interrupt (INTx) level per function: bit 0 is INTA of function 0
+    app_int     : out std_logic_vector(7 downto 0) := (others => '0');
     -- configuration output
     tl_cfg_func : in  std_logic_vector(2 downto 0);
     tl_cfg_add  : in  std_logic_vector(4 downto 0);
@@ -127,11 +130,14 @@ begin
       req_id => bus_dev & "000", cfg_mps => cfg_mps, cfg_mrrs => cfg_mrrs,
       cfg_rcb128 => cfg_rcb128, msi_on => msi_on, msi_mme => msi_mme, msi_addr => msi_addr,
       msi_data => msi_data, app_msi_req => open, app_msi_num => open, app_msi_ack => '0',
+      intx => app_int(0),
       s_axis_c2h_tdata => s_axis_c2h_tdata, s_axis_c2h_tkeep => s_axis_c2h_tkeep,
       s_axis_c2h_tlast => s_axis_c2h_tlast, s_axis_c2h_tvalid => s_axis_c2h_tvalid,
       s_axis_c2h_tready => s_axis_c2h_tready,
       m_axis_h2c_tdata => m_axis_h2c_tdata, m_axis_h2c_tkeep => m_axis_h2c_tkeep,
       m_axis_h2c_tlast => m_axis_h2c_tlast, m_axis_h2c_tvalid => m_axis_h2c_tvalid,
       m_axis_h2c_tready => m_axis_h2c_tready);
+
+  app_int(7 downto 1) <= (others => '0');
 
 end architecture rtl;

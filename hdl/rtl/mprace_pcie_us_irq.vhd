@@ -32,7 +32,7 @@ architecture rtl of mprace_pcie_us_irq is
   signal fire   : std_logic;
   signal vector : natural range 0 to 31;
   signal done   : std_logic;
-  signal intx   : std_logic := '0';
+  signal intx   : std_logic;
 begin
 
   done <= cfg_interrupt_msi_sent or cfg_interrupt_msi_fail;
@@ -41,25 +41,12 @@ begin
     port map (
       clk => clk, rst => rst, irq_status => irq_status, irq_enable => irq_enable,
       msi_on => cfg_interrupt_msi_enable(0), msi_mme => cfg_interrupt_msi_mmenable(2 downto 0),
-      msi_vectors => msi_vectors, fire => fire, vector => vector, done => done);
+      msi_vectors => msi_vectors, fire => fire, vector => vector, done => done, intx => intx);
 
   p_msi_int : process(all)
   begin
     cfg_interrupt_msi_int <= (others => '0');
     cfg_interrupt_msi_int(vector) <= fire;
-  end process;
-
-  p_intx : process(clk)
-  begin
-    if rising_edge(clk) then
-      intx <= '0';
-      if (irq_status and irq_enable) /= "000" and cfg_interrupt_msi_enable(0) = '0' then
-        intx <= '1';
-      end if;
-      if rst = '1' then
-        intx <= '0';
-      end if;
-    end if;
   end process;
 
   cfg_interrupt_int     <= "000" & intx;
