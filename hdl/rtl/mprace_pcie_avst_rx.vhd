@@ -331,7 +331,11 @@ begin
             c := to_integer(v.rem_dw);
           end if;
           v.rem_dw := v.rem_dw - c;
-          if v.held + c > 8 then
+          if hdr_bus_g then
+            -- the payload starts in lane 0 and every segment but a TLP's last is full: each
+            -- segment is a piece as it stands (no realigning logic)
+            pass(d, c, eop = '1');
+          elsif v.held + c > 8 then
             -- 8 leave, the rest waits: for the next segment, or a clock of its own at the end
             pass(append(v.hold, v.held, d, start), 8, false);
             v.hold := append(v.hold, 0, d, start + 8 - v.held);
