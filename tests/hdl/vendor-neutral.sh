@@ -28,7 +28,11 @@ for f in $files; do
 	esac
 	hits=$(grep -n -i -E "$foreign" "$f" | head -n 3 | tr '\n' ' ')
 	if [ -z "$hits" ]; then
-		echo "ok $n - $name names ${own:-no vendor's} interface${own:+s only}"
+		if [ -n "$own" ]; then
+			echo "ok $n - $name names $own interfaces only"
+		else
+			echo "ok $n - $name names no vendor interface"
+		fi
 	else
 		echo "not ok $n - $name names another vendor's interface: $hits"
 		status=1
