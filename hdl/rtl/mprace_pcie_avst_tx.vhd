@@ -161,6 +161,18 @@ begin
     variable rest    : lanes_t;
     variable eop     : std_logic;
     variable only_holds : boolean;
+
+    -- a TLP's first beat that only fills hold: taken, with its header
+    procedure hold_first_beat is
+    begin
+      s_tready <= '1';
+      v.upper  := '0';
+      v.hdr    := h;
+      v.hold   := d;
+      v.held   := cnt;
+      v.first  := '1';
+      v.in_tlp := '1';
+    end procedure;
   begin
     v := r;
     s_tready   <= '0';
@@ -221,24 +233,13 @@ begin
         v.held  := 0;
         v.first := '0';
         if s_tvalid = '1' and only_holds then
-          s_tready <= '1';
-          v.upper  := '0';
-          v.hdr    := h;
-          v.hold   := d;
-          v.held   := cnt;
-          v.first  := '1';
-          v.in_tlp := '1';
+          hold_first_beat;
         end if;
       elsif s_tvalid = '1' then
         if r.in_tlp = '0' then
           v.hdr := h;
           if only_holds then
-            s_tready <= '1';
-            v.upper  := '0';
-            v.hold   := d;
-            v.held   := cnt;
-            v.first  := '1';
-            v.in_tlp := '1';
+            hold_first_beat;
           else
             -- the whole TLP, or a 4-dword header with a full beat of data, leaves at once;
             -- a TLP starting in lane 8 after it waits for the next clock
@@ -279,13 +280,7 @@ begin
           end if;
           if sop_hi and rest = 0 and only_holds then
             -- the next TLP starts in lane 8 and only fills hold: it goes in this clock
-            s_tready <= '1';
-            v.upper  := '0';
-            v.hdr    := h;
-            v.hold   := d;
-            v.held   := cnt;
-            v.first  := '1';
-            v.in_tlp := '1';
+            hold_first_beat;
           elsif sop_hi then
             v.upper := '1';                      -- it goes in the next clock
           else
