@@ -30,6 +30,20 @@ build() {
 	local bins=("$b/tools/dmabench" "$b/tests/gpu/test_gpu_refuse" "$b/tests/gpu/test_gpu_stage"
 		"$b/tests/gpu/test_gpu_dmabuf" "$b/tests/gpu/test_gpu_multi" "$b/tests/gpu/test_gpu_resident"
 		"$b/tests/gpu/test_gpu_initiated")
+	# The network stage, where configure found UCX: the receiver and its GPU test, and UCX's
+	# shared libraries and transport modules beside them (run() points the loader there), so
+	# that the GPU host needs no UCX of its own.
+	if [[ -x $b/tools/mprace-recv ]]; then
+		make -C "$b/tests/gpu" test_gpu_net >/dev/null
+		bins+=("$b/tools/mprace-recv" "$b/tests/gpu/test_gpu_net")
+		command -v ucx_perftest >/dev/null && bins+=("$(command -v ucx_perftest)")
+		mkdir -p "$bundle/lib"
+		ldd "$b/tools/mprace-recv" | awk '$3 ~ /lib(uc[mpst]|ucs_signal|numa)[.]so/ { print $3 }' |
+			xargs -r cp -L -t "$bundle/lib"
+		local mods
+		mods=$(pkg-config --variable=libdir ucx 2>/dev/null)/ucx
+		[[ -d $mods ]] && cp -rL "$mods" "$bundle/lib/ucx"
+	fi
 	cp "${bins[@]}" "$bundle/"
 	(cd "$bundle" && strip "${bins[@]##*/}")
 	git -C "$top" describe --always --dirty >"$bundle/REVISION" 2>/dev/null || true
@@ -39,6 +53,10 @@ build() {
 run() {
 	local bundle=$1 out=$2 rc=0 p
 	mkdir -p "$out"
+	# UCX as the bundle carries it (build())
+	if [[ -d $bundle/lib ]]; then
+		export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} UCX_MODULE_DIR=$bundle/lib/ucx
+	fi
 	{
 		echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
 		echo "revision: $(cat "$bundle/REVISION" 2>/dev/null || echo unknown)"
@@ -55,12 +73,15 @@ run() {
 	"$bundle/test_gpu_multi" >"$out/test_gpu_multi.log" 2>&1 || rc=1
 	"$bundle/test_gpu_resident" >"$out/test_gpu_resident.log" 2>&1 || rc=1
 	"$bundle/test_gpu_initiated" >"$out/test_gpu_initiated.log" 2>&1 || rc=1
+	if [[ -x $bundle/test_gpu_net ]]; then
+		"$bundle/test_gpu_net" >"$out/test_gpu_net.log" 2>&1 || rc=1
+	fi
 	local drc=0
 	"$bundle/test_gpu_dmabuf" >"$out/test_gpu_dmabuf.log" 2>&1 || drc=$?
 	[[ $drc = 0 || $drc = 77 ]] || rc=1
 	grep -E '^(not ok|# )' "$out/test_gpu_refuse.log" "$out/test_gpu_stage.log" \
 		"$out/test_gpu_multi.log" "$out/test_gpu_resident.log" "$out/test_gpu_initiated.log" \
-		"$out/test_gpu_dmabuf.log" || true
+		"$out/test_gpu_dmabuf.log" $([[ -f $out/test_gpu_net.log ]] && echo "$out/test_gpu_net.log") || true
 
 	local sizes=${SIZES:-4K:1G:2} extra=()
 	[[ ${QUICK:-0} = 1 ]] && { sizes=4K:64M:8; extra=(-r 1 -t 0.02); }

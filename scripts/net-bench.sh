@@ -9,25 +9,30 @@
 #      and, as references that do not sit in the cache, ucx_perftest with messages of the
 #      transfer size and one thread's memcpy of that size;
 #   2. 1 -> 2 -> 4 senders (each a dmabench process with its own virtual board) into 2
-#      receivers, timeframes round-robin: the sum of the senders' rates.
+#      receivers, timeframes round-robin: the sum of the senders' rates;
+#   3. with GPU=N, in part 1 also the receiver taking every chunk on into GPU N
+#      (mprace-recv --gpu N: the copy engine reads the receiver's memory), not checking and
+#      checking the pattern in GPU memory.
 # Every process on the loopback of this machine. ucx_perftest prints MiB/s: converted to MB/s
 # (10^6 bytes/s), dmabench's unit.
 #
 # Usage: scripts/net-bench.sh OUTDIR
 # Environment: BUILD (the build tree, default ./build), TRANSPORTS (default "tcp shm,tcp"),
-# CHUNKS (default "256K 1M 4M"), SENDERS (default "1 2 4"), SIZE (bytes per dmabench transfer,
-# default 256M), ITERS (dmabench -n, default 8), UCX_PERFTEST (default: on PATH).
+# CHUNKS (default "256K 1M 4M"), SENDERS (default "1 2 4"; empty: no part 2), SIZE (bytes per
+# dmabench transfer, default 256M), ITERS (dmabench -n, default 8), UCX_PERFTEST (default: on
+# PATH), GPU (default: none), DMABENCH and RECV (default: BUILD's tools).
 set -eu
 out=${1:?usage: net-bench.sh OUTDIR}
 BUILD=${BUILD:-build}
 TRANSPORTS=${TRANSPORTS:-"tcp shm,tcp"}
 CHUNKS=${CHUNKS:-"256K 1M 4M"}
-SENDERS=${SENDERS:-"1 2 4"}
+SENDERS=${SENDERS-"1 2 4"}
 SIZE=${SIZE:-256M}
 ITERS=${ITERS:-8}
 PERFTEST=${UCX_PERFTEST:-ucx_perftest}
-DMABENCH=$BUILD/tools/dmabench
-RECV=$BUILD/tools/mprace-recv
+DMABENCH=${DMABENCH:-$BUILD/tools/dmabench}
+RECV=${RECV:-$BUILD/tools/mprace-recv}
+GPU=${GPU:-}
 export PCIDRIVER_BACKEND_PATH=${PCIDRIVER_BACKEND_PATH:-$BUILD/vboard/.libs}
 mkdir -p "$out"
 pids=
@@ -71,8 +76,9 @@ for tls in $TRANSPORTS; do
 		wait $spid || true
 		perf=$(awk -v m="$mibs" 'BEGIN { printf "%.1f", m * 1.048576 }')
 		echo "\"$tls\",$chunk,ucx_perftest ucp_am_bw,$perf" >>"$out/net-vs-perftest.csv"
-		for check in no-check check; do
-			start_recv "$out/recv-$n-$check.log" --senders 1 $( [ $check = no-check ] && echo --no-check)
+		for check in no-check check ${GPU:+gpu-no-check gpu-check}; do
+			start_recv "$out/recv-$n-$check.log" --senders 1 $(case $check in *no-check) echo --no-check ;; esac) \
+				$(case $check in gpu-*) echo --gpu "$GPU" ;; esac)
 			"$DMABENCH" -d emu:link=gen3x8 -m "net-pb${chunk}x8" --net-to "127.0.0.1:$port" -s "$SIZE" \
 				-n "$ITERS" -r 3 --plot none --no-progress -o "$out/net-$n-$check" >"$out/net-$n-$check.log" 2>&1
 			wait $rpid || { echo "receiver failed:"; cat "$out/recv-$n-$check.log"; exit 1; }

@@ -64,6 +64,25 @@ unsigned int blocks_for(std::size_t nwords)
 
 } // namespace
 
+__global__ void busy_kernel(unsigned long long ns)
+{
+	unsigned long long start;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+	for (;;) {
+		unsigned long long now;
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+		if (now - start >= ns)
+			break;
+		__nanosleep(1000);
+	}
+}
+
+cudaError_t gpu_busy(cudaStream_t stream, unsigned long long ns)
+{
+	busy_kernel<<<1, 1, 0, stream>>>(ns);
+	return cudaGetLastError();
+}
+
 cudaError_t gpu_fill_pattern(void *d, std::size_t bytes, std::uint32_t seed)
 {
 	const std::size_t n = bytes / 4;

@@ -27,6 +27,10 @@ cudaError_t gpu_fill_samples(float *d, std::size_t n, std::uint32_t seed, float 
 cudaError_t gpu_check_samples(const float *d, std::size_t n, std::uint32_t seed, float scale,
 			      unsigned long long *bad, unsigned long long *first_bad);
 
+// Queues a kernel on `stream` that keeps the GPU busy for about `ns` nanoseconds: a slow
+// consumer.
+cudaError_t gpu_busy(cudaStream_t stream, unsigned long long ns);
+
 // The GPU stage's conversions (bufmgr/cuda_transform.cuh needs nvcc: made here).
 bufmgr::cuda::GpuConversion gpu_int16_to_float(float scale, bufmgr::cuda::GpuConvertPath path);
 bufmgr::cuda::GpuConversion gpu_float_to_int16(float scale, bufmgr::cuda::GpuConvertPath path);

@@ -12,7 +12,7 @@ Command lines of `mprace -d emu...` run as written; those of `dmabench` run on a
 (a few options appended: later options win); those of `dmabench -d sim:` on two sizes with
 sim:'s own defaults, skipped while the simulator environment (tests/hdl's venv) is not built.
 
-A block that includes a CUDA header (bufmgr/cuda*.hpp) is built with the CUDA toolkit of the
+A block that includes a CUDA header (bufmgr/cuda*.hpp, bufmgr/net_cuda.hpp) is built with the CUDA toolkit of the
 build (DOCS_CUDA_HOME, from configure) and the static cudart, and skipped without one; it is
 only run if it has a main(); one that includes bufmgr/net.hpp is linked with UCX
 (DOCS_UCX_LIBS, from configure) and skipped without it. A fragment's #include lines go above
@@ -97,7 +97,7 @@ with tempfile.TemporaryDirectory() as tmp:
     for n, (doc, line, lang, code) in enumerate(blocks, 1):
         name = f"{doc}:{line}"
         program = re.search(r"\bint\s+main\s*\(", code) is not None
-        uses_cuda = re.search(r"#include\s*[<\"]bufmgr/cuda", code) is not None
+        uses_cuda = re.search(r"#include\s*[<\"]bufmgr/(net_)?cuda", code) is not None
         if uses_cuda and not cuda_home:
             print(f"ok {n} - {name} # SKIP uses CUDA: this build has no CUDA toolkit")
             continue

@@ -3,7 +3,8 @@
 // mprace-recv: the receiving end of the network stage (bufmgr/net.hpp). Listens on an address,
 // accepts any number of senders (dmabench's net modes, or a program of the user's), checks each
 // chunk against the board's counter pattern at the chunk's stream offset, counts lost,
-// duplicated and reordered chunks per sender, and prints the throughput it sees.
+// duplicated and reordered chunks per sender, and prints the throughput it sees. With --gpu
+// every chunk goes on into GPU memory (bufmgr/net_cuda.hpp) and is checked there.
 // docs/network.md and mprace-recv(1) describe it.
 #include <getopt.h>
 #include <signal.h>
@@ -20,12 +21,13 @@
 #include "../common/units.hpp"
 #include "bufmgr/net.hpp"
 #include "mprace-spec/pattern.h"
+#include "recv_gpu.hpp"
 
 using tools::strprintf;
 
 namespace {
 
-constexpr int EXIT_DATA = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130;
+constexpr int EXIT_DATA = 1, EXIT_USAGE = 2, EXIT_GPU = 3, EXIT_INTERRUPTED = 130;
 
 void usage(FILE *f)
 {
@@ -44,13 +46,17 @@ void usage(FILE *f)
 "      --max-chunk SIZE   the largest chunk taken (default 4M)\n"
 "      --hold-us US       keep each chunk US microseconds before releasing it: a slow\n"
 "                         consumer, whose back-pressure reaches the senders' boards\n"
+"      --gpu N            take every chunk on into GPU N's memory (the copy engine reads the\n"
+"                         receiver's memory) and check the pattern there, on the GPU\n"
+"      --gpu-depth N      chunks on the GPU at once (GPU buffers of --max-chunk; default 4)\n"
 "      --port-file FILE   write the port listened on to FILE once listening\n"
 "      --interval SEC     print the throughput every SEC seconds (default 1; 0: never)\n"
 "  -q, --quiet            only the summary\n"
 "  -h, --help             this text\n"
 "\n"
 "Exit status: 0 every sender ended with all its chunks intact, 1 data missing, duplicated,\n"
-"wrong or a sender lost, 2 bad usage or cannot listen, 130 interrupted (summary printed).\n");
+"wrong or a sender lost, 2 bad usage, cannot listen or no such GPU, 3 a GPU error, 130\n"
+"interrupted (summary printed).\n");
 }
 
 [[noreturn]] void usage_error(const std::string &msg)
@@ -73,6 +79,8 @@ void on_signal(int)
 struct Options {
 	std::string listen;
 	std::uint64_t senders = 0, seed = 0, window = 8, max_chunk = 4u << 20, hold_us = 0;
+	int gpu = -1; // --gpu
+	std::uint64_t gpu_depth = 4;
 	double duration = 0, interval = 1;
 	bool check = true, quiet = false;
 	std::string port_file;
@@ -81,7 +89,7 @@ struct Options {
 Options parse(int argc, char **argv)
 {
 	enum { OPT_SENDERS = 256, OPT_DURATION, OPT_SEED, OPT_NO_CHECK, OPT_WINDOW, OPT_MAX_CHUNK, OPT_HOLD,
-	       OPT_PORT_FILE, OPT_INTERVAL };
+	       OPT_PORT_FILE, OPT_INTERVAL, OPT_GPU, OPT_GPU_DEPTH };
 	static const option longopts[] = {
 		{"listen", required_argument, nullptr, 'l'},
 		{"senders", required_argument, nullptr, OPT_SENDERS},
@@ -92,6 +100,8 @@ Options parse(int argc, char **argv)
 		{"max-chunk", required_argument, nullptr, OPT_MAX_CHUNK},
 		{"hold-us", required_argument, nullptr, OPT_HOLD},
 		{"port-file", required_argument, nullptr, OPT_PORT_FILE},
+		{"gpu", required_argument, nullptr, OPT_GPU},
+		{"gpu-depth", required_argument, nullptr, OPT_GPU_DEPTH},
 		{"interval", required_argument, nullptr, OPT_INTERVAL},
 		{"quiet", no_argument, nullptr, 'q'},
 		{"help", no_argument, nullptr, 'h'},
@@ -144,6 +154,12 @@ Options parse(int argc, char **argv)
 			break;
 		case OPT_HOLD: o.hold_us = number("hold-us", 10000000); break;
 		case OPT_PORT_FILE: o.port_file = optarg; break;
+		case OPT_GPU: o.gpu = static_cast<int>(number("gpu", 1023)); break;
+		case OPT_GPU_DEPTH:
+			o.gpu_depth = number("gpu-depth", 256); // bufmgr::net::max_gpu_depth
+			if (o.gpu_depth == 0)
+				usage_error("--gpu-depth takes 1 to 256 chunks");
+			break;
 		case OPT_INTERVAL: o.interval = seconds("interval"); break;
 		case 'q': o.quiet = true; break;
 		case 'h': usage(stdout); std::exit(0);
@@ -155,6 +171,11 @@ Options parse(int argc, char **argv)
 		usage_error(strprintf("unexpected argument '%s'", argv[optind]));
 	if (o.listen.empty())
 		usage_error("--listen [HOST]:PORT is required");
+	bool depth_given = false;
+	for (int i = 1; i < argc; ++i)
+		depth_given |= std::string(argv[i]).rfind("--gpu-depth", 0) == 0;
+	if (depth_given && o.gpu < 0)
+		usage_error("--gpu-depth needs --gpu");
 	return o;
 }
 
@@ -199,6 +220,41 @@ int main(int argc, char **argv)
 	clock::time_point first{}, last{}, tick = start;
 	std::uint64_t bytes = 0, chunks = 0, bytes_at_tick = 0, pattern_errors = 0;
 	std::vector<std::uint64_t> bad_per_conn;
+	// A chunk that arrived whole (and, with --gpu, was copied and checked on the GPU); `at` is
+	// where it first differs from the pattern, -1 where it does not or was not checked.
+	const auto arrived = [&](const bufmgr::net::ChunkHeader &h, std::size_t size, std::size_t conn, std::int64_t at) {
+		const auto t = clock::now();
+		if (!chunks)
+			first = t;
+		last = t;
+		++chunks;
+		bytes += size;
+		if (bad_per_conn.size() <= conn)
+			bad_per_conn.resize(conn + 1);
+		if (at >= 0) {
+			++pattern_errors;
+			++bad_per_conn[conn];
+			if (pattern_errors <= 5)
+				std::printf("mprace-recv: source %u chunk %llu: byte %lld (stream offset %llu) differs "
+					    "from the pattern%s\n",
+					    h.source, static_cast<unsigned long long>(h.sequence), static_cast<long long>(at),
+					    static_cast<unsigned long long>(h.offset + at), o.gpu >= 0 ? " (in GPU memory)" : "");
+		}
+	};
+	std::unique_ptr<recvgpu::Stage> gpu;
+	if (o.gpu >= 0) {
+		try {
+			gpu = recvgpu::make(*rx, o.gpu, o.gpu_depth, o.check, static_cast<std::uint32_t>(o.seed),
+					    [&](const recvgpu::Done &d) { arrived(d.header, d.bytes, d.connection, d.first_bad); });
+		} catch (const std::exception &e) {
+			std::fprintf(stderr, "mprace-recv: --gpu %d: %s\n", o.gpu, e.what());
+			return EXIT_USAGE;
+		}
+		std::printf("mprace-recv: chunks go on into %s, %llu at a time%s\n", gpu->describe().c_str(),
+			    static_cast<unsigned long long>(o.gpu_depth), o.check ? ", checked there" : "");
+		std::fflush(stdout);
+	}
+	bool gpu_failed = false;
 	for (;;) {
 		if (g_stop.load())
 			break;
@@ -213,35 +269,26 @@ int main(int argc, char **argv)
 			if (over >= o.senders && rx->pending() == 0) // and every chunk that came is handed out
 				break;
 		}
-		auto chunk = rx->next(std::chrono::milliseconds(100));
-		const auto t = clock::now();
-		if (chunk) {
-			if (!chunks)
-				first = t;
-			last = t;
-			++chunks;
-			bytes += chunk->size;
-			if (bad_per_conn.size() <= chunk->connection)
-				bad_per_conn.resize(chunk->connection + 1);
-			if (o.check) {
-				const std::int64_t at = mp_pattern_find_mismatch(chunk->data, chunk->size, chunk->header.offset,
-										 static_cast<std::uint32_t>(o.seed));
-				if (at >= 0) {
-					++pattern_errors;
-					++bad_per_conn[chunk->connection];
-					if (pattern_errors <= 5)
-						std::printf("mprace-recv: source %u chunk %llu: byte %lld (stream offset %llu) differs "
-							    "from the pattern\n",
-							    chunk->header.source,
-							    static_cast<unsigned long long>(chunk->header.sequence),
-							    static_cast<long long>(at),
-							    static_cast<unsigned long long>(chunk->header.offset + at));
-				}
+		if (gpu) {
+			try {
+				if (gpu->pump(std::chrono::milliseconds(100)) && o.hold_us)
+					std::this_thread::sleep_for(std::chrono::microseconds(o.hold_us));
+			} catch (const std::exception &e) {
+				std::fprintf(stderr, "mprace-recv: %s\n", e.what());
+				gpu_failed = true;
+				break;
 			}
+		} else if (auto chunk = rx->next(std::chrono::milliseconds(100))) {
+			std::int64_t at = -1;
+			if (o.check)
+				at = mp_pattern_find_mismatch(chunk->data, chunk->size, chunk->header.offset,
+							      static_cast<std::uint32_t>(o.seed));
+			arrived(chunk->header, chunk->size, chunk->connection, at);
 			if (o.hold_us)
 				std::this_thread::sleep_for(std::chrono::microseconds(o.hold_us));
 			rx->release(*chunk);
 		}
+		const auto t = clock::now();
 		if (!o.quiet && o.interval > 0 && std::chrono::duration<double>(t - tick).count() >= o.interval) {
 			const double dt = std::chrono::duration<double>(t - tick).count();
 			std::printf("%8.1f s %10.1f MB/s %12llu chunks %3zu senders connected\n",
@@ -250,6 +297,15 @@ int main(int argc, char **argv)
 			std::fflush(stdout);
 			tick = t;
 			bytes_at_tick = bytes;
+		}
+	}
+	// What is still on the GPU is counted too.
+	if (gpu && !gpu_failed) {
+		try {
+			gpu->flush();
+		} catch (const std::exception &e) {
+			std::fprintf(stderr, "mprace-recv: %s\n", e.what());
+			gpu_failed = true;
 		}
 	}
 
@@ -276,9 +332,12 @@ int main(int argc, char **argv)
 	std::printf("total: %llu chunks, %llu bytes from %zu senders, %.1f MB/s from the first chunk to the "
 		    "last%s\n",
 		    static_cast<unsigned long long>(chunks), static_cast<unsigned long long>(bytes), conns.size(),
-		    mbps(bytes, span), o.check ? "" : " (data not checked)");
+		    mbps(bytes, span), !o.check ? " (data not checked)" : gpu ? " (checked in GPU memory)" : "");
 	std::fflush(stdout);
+	gpu.reset(); // gives the receiver's memory back before the receiver goes
 	g_receiver = nullptr;
+	if (gpu_failed)
+		return EXIT_GPU;
 	if (g_stop.load())
 		return EXIT_INTERRUPTED;
 	return bad ? EXIT_DATA : 0;

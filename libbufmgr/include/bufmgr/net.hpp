@@ -910,6 +910,8 @@ public:
 
 	// The port it listens on (the one chosen for port 0).
 	std::uint16_t port() const noexcept { return core_->port; }
+	// The largest chunk it takes (ReceiverOptions::max_chunk): each of its slots holds this much.
+	std::size_t max_chunk() const noexcept { return core_->opt.max_chunk; }
 
 	// Waits up to `timeout` for the next whole chunk (in arrival order per connection);
 	// std::nullopt when none came or interrupt() was called.
