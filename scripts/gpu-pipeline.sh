@@ -37,6 +37,7 @@ build() {
 		make -C "$b/tests/gpu" test_gpu_net >/dev/null
 		bins+=("$b/tools/mprace-recv" "$b/tests/gpu/test_gpu_net")
 		command -v ucx_perftest >/dev/null && bins+=("$(command -v ucx_perftest)")
+		rm -rf "$bundle/lib"
 		mkdir -p "$bundle/lib"
 		ldd "$b/tools/mprace-recv" | awk '$3 ~ /lib(uc[mpst]|ucs_signal|numa)[.]so/ { print $3 }' |
 			xargs -r cp -L -t "$bundle/lib"

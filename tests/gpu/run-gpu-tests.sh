@@ -13,6 +13,7 @@
 #   test_gpu_multi    several GPUs at once: one board fanning out, a board per GPU
 #   test_gpu_resident the resident receive path: a resident block polls the completion records
 #   test_gpu_initiated GPU-initiated transfers: a kernel writes descriptors and rings the doorbell
+#   test_gpu_net      the network stage into a GPU (where pkg-config finds UCX)
 # The figures of the GPU paths are dmabench's (modes hg, gh, fi, fi-serial, gi, ...):
 # scripts/gpu-pipeline.sh builds it with the GPU tests and runs the sweeps.
 # Exit status: 0 if every test passed (or skipped: no GPU), 1 otherwise.
@@ -28,6 +29,8 @@ jobs=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 [ -x "$NVCC" ] || { echo "run-gpu-tests: nvcc not found (set NVCC or CUDA_HOME)" >&2; exit 1; }
 mkdir -p "$build/obj"
 cd "$top"
+net_test=
+pkg-config --exists ucx 2>/dev/null && net_test=test_gpu_net
 
 # The library sources, as the automake fragments list them (continuation lines joined).
 sources() { # FILE... -> the .c/.cpp words of the *_SOURCES assignments in them
@@ -60,11 +63,12 @@ mk=$build/Makefile
 		esac
 	done
 	echo "LIBOBJS =$objs"
-	echo "all: test_gpu_refuse test_gpu_stage test_gpu_dmabuf test_gpu_multi test_gpu_resident test_gpu_initiated"
+	echo "all: test_gpu_refuse test_gpu_stage test_gpu_dmabuf test_gpu_multi test_gpu_resident test_gpu_initiated $net_test"
 	echo "obj/gpu_pattern.o: \$(TOP)/tests/gpu/gpu_pattern.cu \$(TOP)/tests/gpu/gpu_pattern.h; \$(NVCC) \$(NVCCFLAGS) -std=c++17 -I\$(TOP)/spec/include -I\$(TOP)/libbufmgr/include -I\$(TOP)/pcidriver/lib -c -o \$@ \$<"
 	for t in test_gpu_refuse test_gpu_stage test_gpu_dmabuf test_gpu_multi; do
 		echo "$t: \$(TOP)/tests/gpu/$t.cpp obj/gpu_pattern.o \$(LIBOBJS); \$(CXX) \$(CPPFLAGS) \$(CXXFLAGS) -MMD -o \$@ \$< obj/gpu_pattern.o \$(LIBOBJS) \$(LIBS)"
 	done
+	[ -z "$net_test" ] || echo "test_gpu_net: \$(TOP)/tests/gpu/test_gpu_net.cpp obj/gpu_pattern.o \$(LIBOBJS); \$(CXX) \$(CPPFLAGS) $(pkg-config --cflags ucx) \$(CXXFLAGS) -MMD -o \$@ \$< obj/gpu_pattern.o \$(LIBOBJS) $(pkg-config --libs ucx) \$(LIBS)"
 	for t in test_gpu_resident test_gpu_initiated; do
 		echo "$t: \$(TOP)/tests/gpu/$t.cu \$(LIBOBJS); \$(NVCC) \$(NVCCFLAGS) \$(CPPFLAGS) -o \$@ \$< \$(LIBOBJS) \$(LIBS)"
 	done
@@ -90,6 +94,7 @@ run_test test_gpu_dmabuf
 run_test test_gpu_multi
 run_test test_gpu_resident
 run_test test_gpu_initiated
+[ -z "$net_test" ] || run_test test_gpu_net
 
 echo "== run-gpu-tests: $([ $status = 0 ] && echo PASS || echo FAIL)"
 exit $status

@@ -15,6 +15,7 @@
 #include "gpu_pattern.h"
 #include "gpu_test.hpp"
 #include "mprace-spec/pattern.h"
+#include "vboard/vboard.h"
 
 using namespace bufmgr;
 using gputest::report;
@@ -64,12 +65,46 @@ struct Seen {
 	std::string error;
 };
 
-// Drives `gpu` until the receiver's one sender has ended and everything is through; checks
-// every chunk in GPU memory (in on_done, where its buffer is still valid) against `seed`.
-void drain(net::Receiver &rx, net::ReceiverToGpu &gpu, Seen &seen, std::chrono::seconds limit)
+// A thread for the receiving side. Joined by the destructor, after `stop` is set, also when
+// the sending side threw; what the thread threw is rethrown by join().
+class Receiving {
+public:
+	explicit Receiving(std::function<void(const std::atomic<bool> &stop)> f)
+		: t_([this, f = std::move(f)] {
+			  try {
+				  f(stop_);
+			  } catch (...) {
+				  error_ = std::current_exception();
+			  }
+		  })
+	{
+	}
+	~Receiving()
+	{
+		stop_ = true;
+		if (t_.joinable())
+			t_.join();
+	}
+	void join()
+	{
+		t_.join();
+		if (error_)
+			std::rethrow_exception(error_);
+	}
+
+private:
+	std::atomic<bool> stop_{false};
+	std::exception_ptr error_;
+	std::thread t_;
+};
+
+// Drives `gpu` until the receiver's one sender has ended and everything is through (or `stop`);
+// every chunk is checked in GPU memory by the hooks of checking() below.
+void drain(net::Receiver &rx, net::ReceiverToGpu &gpu, Seen &seen, std::chrono::seconds limit,
+	   const std::atomic<bool> &stop)
 {
 	const auto t0 = std::chrono::steady_clock::now();
-	for (;;) {
+	while (!stop) {
 		const auto conns = rx.connections();
 		if (!conns.empty() && (conns[0].ended || conns[0].lost) && rx.pending() == 0)
 			break;
@@ -129,7 +164,7 @@ void test_data()
 	const std::size_t bytes = 2048 * KiB + 12 * KiB;
 	{
 		net::ReceiverToGpu gpu(rx, checking(seen, kSeed, 2));
-		std::thread t([&] { drain(rx, gpu, seen, std::chrono::seconds(60)); });
+		Receiving t([&](const std::atomic<bool> &stop) { drain(rx, gpu, seen, std::chrono::seconds(60), stop); });
 		BoardToNet tx(rx.port(), 4, 64 * KiB);
 		const std::size_t sent = tx.run(bytes);
 		t.join();
@@ -157,7 +192,7 @@ void test_wrong_seed()
 	Seen seen;
 	{
 		net::ReceiverToGpu gpu(rx, checking(seen, kSeed + 1, 4));
-		std::thread t([&] { drain(rx, gpu, seen, std::chrono::seconds(60)); });
+		Receiving t([&](const std::atomic<bool> &stop) { drain(rx, gpu, seen, std::chrono::seconds(60), stop); });
 		BoardToNet tx(rx.port(), 4, 64 * KiB);
 		tx.run(256 * KiB);
 		t.join();
@@ -167,18 +202,19 @@ void test_wrong_seed()
 }
 
 // A GPU that takes 3 ms per chunk: the board waits for credits (the run takes at least
-// chunks x 3 ms), and nothing is lost.
+// chunks x 3 ms, where the board alone needs well under 1 ms for them), and nothing is lost.
 void test_slow_gpu()
 {
 	net::Receiver rx(rx_options(2, 64 * KiB));
 	Seen seen;
 	net::ReceiverToGpuOptions o = checking(seen, kSeed, 2);
+	o.streams = 1; // the GPU takes one chunk at a time (on two streams two busy kernels overlap)
 	o.on_chunk = [](const net::GpuNetChunk &, cudaStream_t st) { cuda::check(gpu_busy(st, 3000000), "busy"); };
 	const std::size_t chunks = 40;
 	double took = 0;
 	{
 		net::ReceiverToGpu gpu(rx, o);
-		std::thread t([&] { drain(rx, gpu, seen, std::chrono::seconds(60)); });
+		Receiving t([&](const std::atomic<bool> &stop) { drain(rx, gpu, seen, std::chrono::seconds(60), stop); });
 		BoardToNet tx(rx.port(), 4, 64 * KiB);
 		const auto t0 = std::chrono::steady_clock::now();
 		tx.run(chunks * 64 * KiB);
@@ -206,10 +242,10 @@ void test_consumer_throws()
 	};
 	{
 		net::ReceiverToGpu gpu(rx, o);
-		std::thread t([&] {
+		Receiving t([&](const std::atomic<bool> &stop) {
 			for (;;) {
 				try {
-					drain(rx, gpu, seen, std::chrono::seconds(60));
+					drain(rx, gpu, seen, std::chrono::seconds(60), stop);
 					return;
 				} catch (const std::runtime_error &e) {
 					++caught;
@@ -232,19 +268,19 @@ void test_destroy_midway()
 	net::Receiver rx(rx_options(4, 64 * KiB));
 	Seen seen;
 	std::uint64_t host_chunks = 0, host_bad = 0, queued = 0;
-	std::thread t([&] {
+	Receiving t([&](const std::atomic<bool> &stop) {
 		{
 			net::ReceiverToGpuOptions o = checking(seen, kSeed, 3);
 			o.on_chunk = [](const net::GpuNetChunk &, cudaStream_t st) {
 				cuda::check(gpu_busy(st, 2000000), "busy");
 			};
 			net::ReceiverToGpu gpu(rx, o);
-			while (gpu.chunks() < 6)
+			while (gpu.chunks() < 6 && !stop)
 				gpu.pump(std::chrono::milliseconds(50));
 			queued = gpu.chunks();
 		}
 		const auto t0 = std::chrono::steady_clock::now();
-		while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60)) {
+		while (!stop && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60)) {
 			const auto conns = rx.connections();
 			if (!conns.empty() && conns[0].ended && rx.pending() == 0)
 				break;
@@ -274,6 +310,7 @@ void test_destroy_midway()
 int main()
 {
 	setenv("UCX_TLS", "tcp", 1);
+	vboard_register(); // the virtual board linked in: no plugin needed
 	gputest::run("bad options", test_bad_options);
 	if (!cuda::unavailable_reason().empty()) {
 		std::printf("# %s: the rest skipped\n", cuda::unavailable_reason().c_str());
