@@ -12,7 +12,8 @@
 #      receivers, timeframes round-robin: the sum of the senders' rates;
 #   3. with GPU=N, in part 1 also the receiver taking every chunk on into GPU N
 #      (mprace-recv --gpu N: the copy engine reads the receiver's memory), not checking and
-#      checking the pattern in GPU memory.
+#      checking the pattern in GPU memory; with SCALE_GPUS="A B", part 2's two receivers
+#      take their chunks on into GPUs A and B (checking there).
 # Every process on the loopback of this machine. ucx_perftest prints MiB/s: converted to MB/s
 # (10^6 bytes/s), dmabench's unit.
 #
@@ -33,6 +34,7 @@ PERFTEST=${UCX_PERFTEST:-ucx_perftest}
 DMABENCH=${DMABENCH:-$BUILD/tools/dmabench}
 RECV=${RECV:-$BUILD/tools/mprace-recv}
 GPU=${GPU:-}
+SCALE_GPUS=${SCALE_GPUS:-}
 export PCIDRIVER_BACKEND_PATH=${PCIDRIVER_BACKEND_PATH:-$BUILD/vboard/.libs}
 mkdir -p "$out"
 pids=
@@ -112,9 +114,10 @@ echo "transport,senders,receivers,sum_of_sender_MBps,per_sender_MBps" >"$out/net
 for tls in $TRANSPORTS; do
 export UCX_TLS=$tls
 for s in $SENDERS; do
-	start_recv "$out/scale-$tls-$s-r1.log" --senders "$s" --no-check
+	set -- $SCALE_GPUS
+	start_recv "$out/scale-$tls-$s-r1.log" --senders "$s" ${1:+--gpu $1} $([ -n "${1:-}" ] || echo --no-check)
 	p1=$port r1=$rpid
-	start_recv "$out/scale-$tls-$s-r2.log" --senders "$s" --no-check
+	start_recv "$out/scale-$tls-$s-r2.log" --senders "$s" ${2:+--gpu $2} $([ -n "${2:-}" ] || echo --no-check)
 	p2=$port r2=$rpid
 	spids=
 	for k in $(seq "$s"); do
