@@ -20,7 +20,9 @@ trap cleanup EXIT
 
 # ---- usage
 for bad in "" "--listen" "-l :1 --window 0" "-l :1 --window 2000" "-l :1 --max-chunk 0" \
-	   "-l :1 --max-chunk 5G" "-l :1 --seed x" "-l :1 --duration -1" "-l :1 --bogus" "-l :1 extra"; do
+	   "-l :1 --max-chunk 5G" "-l :1 --seed x" "-l :1 --duration -1" "-l :1 --bogus" "-l :1 extra" \
+	   "-l :1 --gpu x" "-l :1 --gpu -1" "-l :1 --gpu 0 --gpu-depth 0" "-l :1 --gpu 0 --gpu-depth 257" \
+	   "-l :1 --gpu-depth 4"; do
 	# shellcheck disable=SC2086  # word splitting wanted
 	run "$RECV" $bad
 	if [ $rc -eq 2 ] && grep -q '^Usage: mprace-recv' "$WORK/err"; then
@@ -32,6 +34,17 @@ done
 run "$RECV" --listen nonsense
 [ $rc -eq 2 ] && grep -q "bad address 'nonsense'" "$WORK/err" && ok "mprace-recv --listen nonsense: names it, status 2" ||
 	{ not_ok "mprace-recv --listen nonsense (rc=$rc)"; diag "$WORK/err"; }
+
+# --gpu where no GPU can be used (no GPU here, none that high, or a build without CUDA): the
+# reason and status 2 before anything is received
+if [ -z "$(ls /dev/nvidia[0-9]* 2>/dev/null)" ]; then
+	run "$RECV" -l 127.0.0.1:0 --gpu 0
+	[ $rc -eq 2 ] && grep -q -- "--gpu 0: " "$WORK/err" && ok "mprace-recv --gpu 0 without a GPU: the reason, status 2" ||
+		{ not_ok "mprace-recv --gpu 0 without a GPU (rc=$rc)"; diag "$WORK/err"; }
+fi
+run "$RECV" -l 127.0.0.1:0 --gpu 1023
+[ $rc -eq 2 ] && grep -q -- "--gpu 1023: " "$WORK/err" && ok "mprace-recv --gpu 1023: the reason, status 2" ||
+	{ not_ok "mprace-recv --gpu 1023 (rc=$rc)"; diag "$WORK/err"; }
 
 # start_recv [NETNS] ARGS...: a receiver in the background on a free port ($port, $recv_pid).
 start_recv() {
