@@ -115,8 +115,10 @@ public:
 	~ReceiverToGpu() { destroy(); }
 
 	// Waits up to `timeout` for the next chunk and queues its copy into GPU memory and
-	// on_chunk's work; std::nullopt when none came (or the Receiver was interrupted). Also
-	// gives back the chunks whose copies completed and finishes (on_done) those whose work did.
+	// on_chunk's work; std::nullopt when none came. Also gives back the chunks whose copies
+	// completed and finishes (on_done) those whose work did. Receiver::interrupt() ends a wait
+	// for a chunk at once, except while copies are in flight: then pump() keeps looking until
+	// they complete or `timeout` passes, so keep timeouts short (tens of milliseconds).
 	std::optional<GpuNetChunk> pump(std::chrono::milliseconds timeout)
 	{
 		use_device();
