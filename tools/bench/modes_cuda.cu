@@ -918,6 +918,145 @@ private:
 	std::vector<double> latency_us_;
 };
 
+// ri, ri-copy, ig, ig-b<N> over several GPUs (--gpus with --board-per-gpu): every GPU read by its
+// own board through its own resident block or GPU-initiated kernel, all at once; lane i (a
+// thread near GPU i, bufmgr::cuda::GpuLanes) builds and drives GPU i's reader. A transfer of
+// `bytes` is cut into one part per GPU (lane_part); each reader moves its part as its chunk.
+// One board cannot fan out to several of these readers: each is its C2H channel's only user.
+class MultiReaderMode : public Mode {
+public:
+	MultiReaderMode(const ModeSpec &s, Env &env) : s_(s), env_(env), initiated_(s.gpu == "ig") {}
+	~MultiReaderMode() override { teardown(); }
+	std::string name() const override { return s_.canonical; }
+	std::string direction() const override { return "c2g"; }
+	std::string auto_reference() const override { return "c2h-umem"; }
+	std::uint64_t granule() const override { return MP_ENGINE_GRANULE; }
+	bool can_verify() const override { return true; }
+	std::string description() const override
+	{
+		return strprintf("board -> host -> %zu GPUs at once, each fed by a board of its own and read by %s; "
+				 "every chunk's pattern checked on its GPU",
+				 env_.gpus().size(),
+				 initiated_ ? strprintf("a GPU-initiated kernel (%u block%s)", s_.blocks,
+							s_.blocks > 1 ? "s" : "").c_str()
+					    : s_.gpu == "ri-copy" ? "a resident block that copies each chunk into GPU memory"
+								  : "a resident block in place over the bus");
+	}
+	void setup(std::uint64_t max_bytes) override
+	{
+		const std::vector<int> gpus = gpus_for(env_);
+		pattern_board(env_);
+		lanes_ = std::make_unique<bufmgr::cuda::GpuLanes>(gpus);
+		lane_.clear();
+		lane_.resize(gpus.size());
+		seed_ = next_seed();
+		const std::size_t most = std::max<std::size_t>(part(max_bytes, 0), 4);
+		lanes_->run([&](std::size_t i) {
+			Lane &l = lane_[i];
+			mprace::Board *b = &env_.board();
+			mprace::DMAEngine *e = &env_.engine();
+			if (i > 0) { // made on the lane's thread: the board's threads start near its GPU
+				l.board = env_.open_another_board();
+				b = l.board.first.get();
+				e = l.board.second.get();
+				b->setTestRouting(mprace::C2HSource::Pattern, mprace::H2CSink::Checker);
+				b->setPatternRate(0);
+			}
+			l.errors = std::make_unique<MappedCount>();
+			const PatternConsumer check{seed_, l.errors->dev()};
+			if (initiated_) {
+				bufmgr::cuda::InitiatedOptions o;
+				o.depth = kBuffers;
+				o.blocks = s_.blocks;
+				l.initiated = std::make_unique<bufmgr::cuda::InitiatedReader<PatternConsumer>>(*b, *e, kBuffers,
+													      most, check, o);
+			} else {
+				bufmgr::cuda::ResidentOptions o;
+				o.copy = s_.gpu == "ri-copy";
+				l.resident = std::make_unique<bufmgr::cuda::ResidentReceiver<PatternConsumer>>(*b, *e, kBuffers,
+													      most, check, o);
+			}
+			b->setPatternSeed(seed_); // after the reader reset the channel, as for ri and ig
+		});
+	}
+	void transfer(std::uint64_t bytes) override { run(bytes, 1); }
+	void run(std::uint64_t bytes, std::uint64_t n) override
+	{
+		lanes_->run([&](std::size_t i) {
+			const std::size_t len = part(bytes, i);
+			if (len == 0)
+				return;
+			if (lane_[i].initiated)
+				lane_[i].initiated->run(n, len);
+			else
+				lane_[i].resident->run(n, len);
+		});
+	}
+	bool verify(std::uint64_t bytes, std::string *why) override
+	{
+		std::vector<std::string> bad(lane_.size());
+		lanes_->run([&](std::size_t i) {
+			const std::size_t len = part(bytes, i);
+			if (len == 0)
+				return;
+			Lane &l = lane_[i];
+			std::string w;
+			const bool ok = l.errors->check_one(
+				[&] { l.initiated ? l.initiated->run(1, len) : l.resident->run(1, len); },
+				initiated_ ? "the kernel" : "the resident block", &w);
+			if (!ok)
+				bad[i] = strprintf("GPU %d: %s", lanes_->device(i), w.c_str());
+		});
+		return first_failure(bad, why);
+	}
+	void teardown() override
+	{
+		if (lanes_)
+			lanes_->run([&](std::size_t i) { lane_[i] = Lane(); }); // readers before their boards
+		lane_.clear();
+		lanes_.reset();
+	}
+
+	static constexpr unsigned kBuffers = 8;
+
+private:
+	struct Lane {
+		std::pair<std::unique_ptr<mprace::Board>, std::unique_ptr<mprace::DMAEngine>> board; // lanes > 0
+		std::unique_ptr<MappedCount> errors;
+		std::unique_ptr<bufmgr::cuda::ResidentReceiver<PatternConsumer>> resident;
+		std::unique_ptr<bufmgr::cuda::InitiatedReader<PatternConsumer>> initiated;
+		Lane() = default;
+		Lane(Lane &&) = default;
+		Lane &operator=(Lane &&o) noexcept
+		{
+			// the reader goes before the board it reads, the counter it writes after it
+			resident.reset();
+			initiated.reset();
+			board = std::move(o.board);
+			errors = std::move(o.errors);
+			resident = std::move(o.resident);
+			initiated = std::move(o.initiated);
+			return *this;
+		}
+		~Lane()
+		{
+			resident.reset();
+			initiated.reset();
+		}
+	};
+	std::size_t part(std::uint64_t bytes, std::size_t i) const
+	{
+		return bufmgr::cuda::lane_part(bytes, lane_.size(), i, MP_ENGINE_GRANULE).length;
+	}
+
+	ModeSpec s_;
+	Env &env_;
+	bool initiated_;
+	std::uint32_t seed_ = 0;
+	std::unique_ptr<bufmgr::cuda::GpuLanes> lanes_;
+	std::vector<Lane> lane_;
+};
+
 // lat-fi: the copy-engine path one chunk at a time (bufmgr::cuda::FpgaToGpu, one chunk of
 // `bytes` per transfer), each chunk's round trip: what lat-ri is measured against.
 class CopyEngineLatencyMode : public BoardGpuMode {
@@ -1013,6 +1152,13 @@ std::unique_ptr<Mode> make_gpu_mode(const ModeSpec &s, Env &env)
 			throw Unavailable("--board-per-gpu needs --gpus with at least two GPUs");
 		if (s.gpu == "hg" && !env.board_per_gpu())
 			return std::make_unique<MultiCopyMode>(env);
+		if ((s.gpu == "ri" || s.gpu == "ri-copy" || s.gpu == "ig") && !s.latency) {
+			if (!env.board_per_gpu())
+				throw Unavailable("mode " + s.canonical + " over several GPUs needs --board-per-gpu: a " +
+						  (s.gpu == "ig" ? "GPU-initiated kernel" : "resident block") +
+						  " is its board's C2H channel's only user, so one board cannot feed several");
+			return std::make_unique<MultiReaderMode>(s, env);
+		}
 		if (s.gpu == "fi" && !s.samples) {
 			if (!s.algo)
 				return std::make_unique<MultiPipeMode>(s, env, PipeMode::kDefaultCount, PipeMode::kDefaultSize);
@@ -1020,8 +1166,9 @@ std::unique_ptr<Mode> make_gpu_mode(const ModeSpec &s, Env &env)
 				throw BadMode("mode " + s.canonical + ": the DMA buffer size must be a multiple of 4");
 			return std::make_unique<MultiPipeMode>(s, env, s.buf_count, s.buf_size);
 		}
-		throw Unavailable("mode " + s.canonical + " runs on one GPU; with --gpus of several only hg and "
-				  "fi (fi-db<S>, fi-pb<S>x<N>) spread over them" +
+		throw Unavailable("mode " + s.canonical + " runs on one GPU; with --gpus of several only hg, "
+				  "fi (fi-db<S>, fi-pb<S>x<N>) and, with --board-per-gpu, ri, ri-copy, ig and ig-b<N> "
+				  "spread over them" +
 				  std::string(s.gpu == "hg" ? " (hg with --board-per-gpu: no board to give it)" : ""));
 	}
 	if (env.gpus().size() == 1)
