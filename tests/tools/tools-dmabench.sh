@@ -192,6 +192,16 @@ else
 	not_ok "--gpus 0-1 with gh (rc=$rc)"; diag "$WORK/out"
 fi
 
+# The resident and GPU-initiated readers spread over several GPUs only with a board each: one
+# board cannot feed several (the reason comes before any GPU is touched; no mode ran: status 3).
+run "$DMABENCH" --device emu: --gpus 0-1 -m ri,ig-b2 --quick --no-progress --plot none -o "$WORK/n/readers"
+if [ $rc -eq 3 ] && grep -q 'ri .*skipped: .*\(needs --board-per-gpu\|CUDA\)' "$WORK/out" &&
+   grep -q 'ig-b2 .*skipped: .*\(needs --board-per-gpu\|CUDA\)' "$WORK/out"; then
+	ok "--gpus 0-1 without --board-per-gpu: ri and ig-b2 unavailable with the reason"
+else
+	not_ok "--gpus 0-1 with ri, ig-b2 (rc=$rc)"; diag "$WORK/out"
+fi
+
 # ---- every board mode moves correct data (virtual board)
 run "$DMABENCH" --device emu: -m c2h,h2c,c2h-umem,h2c-umem,loopback,pio-read,pio-write \
 	-s 4K:1M:4 -n 3 --verify --no-progress --plot none -o "$WORK/v/raw"
