@@ -81,6 +81,7 @@ struct Options {
 	std::uint64_t senders = 0, seed = 0, window = 8, max_chunk = 4u << 20, hold_us = 0;
 	int gpu = -1; // --gpu
 	std::uint64_t gpu_depth = 4;
+	bool gpu_depth_given = false;
 	double duration = 0, interval = 1;
 	bool check = true, quiet = false;
 	std::string port_file;
@@ -159,6 +160,7 @@ Options parse(int argc, char **argv)
 			o.gpu_depth = number("gpu-depth", 256); // bufmgr::net::max_gpu_depth
 			if (o.gpu_depth == 0)
 				usage_error("--gpu-depth takes 1 to 256 chunks");
+			o.gpu_depth_given = true;
 			break;
 		case OPT_INTERVAL: o.interval = seconds("interval"); break;
 		case 'q': o.quiet = true; break;
@@ -171,10 +173,7 @@ Options parse(int argc, char **argv)
 		usage_error(strprintf("unexpected argument '%s'", argv[optind]));
 	if (o.listen.empty())
 		usage_error("--listen [HOST]:PORT is required");
-	bool depth_given = false;
-	for (int i = 1; i < argc; ++i)
-		depth_given |= std::string(argv[i]).rfind("--gpu-depth", 0) == 0;
-	if (depth_given && o.gpu < 0)
+	if (o.gpu_depth_given && o.gpu < 0)
 		usage_error("--gpu-depth needs --gpu");
 	return o;
 }
