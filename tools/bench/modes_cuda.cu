@@ -1012,7 +1012,7 @@ public:
 	void teardown() override
 	{
 		if (lanes_)
-			lanes_->run([&](std::size_t i) { lane_[i] = Lane(); }); // readers before their boards
+			lanes_->run([&](std::size_t i) { Lane gone = std::move(lane_[i]); }); // on the GPU's thread
 		lane_.clear();
 		lanes_.reset();
 	}
@@ -1020,29 +1020,12 @@ public:
 	static constexpr unsigned kBuffers = 8;
 
 private:
+	// Members go in reverse order: the reader before the counter it writes and the board it reads.
 	struct Lane {
 		std::pair<std::unique_ptr<mprace::Board>, std::unique_ptr<mprace::DMAEngine>> board; // lanes > 0
 		std::unique_ptr<MappedCount> errors;
 		std::unique_ptr<bufmgr::cuda::ResidentReceiver<PatternConsumer>> resident;
 		std::unique_ptr<bufmgr::cuda::InitiatedReader<PatternConsumer>> initiated;
-		Lane() = default;
-		Lane(Lane &&) = default;
-		Lane &operator=(Lane &&o) noexcept
-		{
-			// the reader goes before the board it reads, the counter it writes after it
-			resident.reset();
-			initiated.reset();
-			board = std::move(o.board);
-			errors = std::move(o.errors);
-			resident = std::move(o.resident);
-			initiated = std::move(o.initiated);
-			return *this;
-		}
-		~Lane()
-		{
-			resident.reset();
-			initiated.reset();
-		}
 	};
 	std::size_t part(std::uint64_t bytes, std::size_t i) const
 	{
