@@ -41,18 +41,10 @@ public:
 		  std::function<void(const recvgpu::Done &)> done)
 		: done_(std::move(done))
 	{
-		if (device < 0 || device >= bufmgr::cuda::device_count())
-			throw bufmgr::Error(ENODEV, "there is no GPU " + std::to_string(device) +
-							    (bufmgr::cuda::device_count() ? std::string()
-											  : " (" + bufmgr::cuda::unavailable_reason() + ")"));
 		bufmgr::net::ReceiverToGpuOptions o;
 		o.device = device;
 		o.depth = depth;
 		if (check) {
-			bufmgr::cuda::check(cudaSetDevice(device), "cudaSetDevice");
-			bufmgr::cuda::check(cudaHostAlloc(reinterpret_cast<void **>(&results_), depth * sizeof(Result),
-							  cudaHostAllocMapped),
-					    "cudaHostAlloc of the check's results");
 			o.on_chunk = [this, depth, seed](const bufmgr::net::GpuNetChunk &c, cudaStream_t st) {
 				Result *r = results_ + c.sequence % depth; // at most depth chunks in flight, in order
 				*r = Result{0, ~0ull};
@@ -76,12 +68,14 @@ public:
 			}
 			done_(d);
 		};
-		try {
-			stage_ = std::make_unique<bufmgr::net::ReceiverToGpu>(rx, std::move(o));
-		} catch (...) {
-			if (results_)
-				cudaFreeHost(results_);
-			throw;
+		// The stage checks the options and the GPU; the results are allocated on that GPU after it
+		// (no chunk is queued before the first pump()).
+		stage_ = std::make_unique<bufmgr::net::ReceiverToGpu>(rx, std::move(o));
+		if (check) {
+			bufmgr::cuda::check(cudaSetDevice(device), "cudaSetDevice");
+			bufmgr::cuda::check(cudaHostAlloc(reinterpret_cast<void **>(&results_), depth * sizeof(Result),
+							  cudaHostAllocMapped),
+					    "cudaHostAlloc of the check's results");
 		}
 		cudaDeviceProp p{};
 		if (cudaGetDeviceProperties(&p, device) == cudaSuccess)
