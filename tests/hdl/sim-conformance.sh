@@ -16,5 +16,10 @@ fi
 MPRACE_SIM_BUILD=${MPRACE_SIM_BUILD:-$top_builddir/tests/hdl/sim_build/cosim}
 CONFORMANCE_DEVICES=${SIM_CONFORMANCE_DEVICES:-"sim: sim:split=1,reorder=1,pause=30,sg=pages,maxseg=64K sim:mps=128,mrrs=128,msi=1,sg=merged sim:mps=512,mrrs=1024,reorder=1 sim:width=512,split=1,pause=20 sim:block=ptile,width=512,split=1,reorder=1,pause=20 sim:block=htile,split=1,reorder=1,pause=20,msi=1"}
 CONFORMANCE_ARGS=--long
-export MPRACE_SIM_BUILD CONFORMANCE_DEVICES CONFORMANCE_ARGS
+# one simulator per core: each runs on one
+if [ -z "${CONFORMANCE_JOBS:-}" ]; then
+	CONFORMANCE_JOBS=1
+	[ "$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)" -ge 2 ] && CONFORMANCE_JOBS=2
+fi
+export MPRACE_SIM_BUILD CONFORMANCE_DEVICES CONFORMANCE_ARGS CONFORMANCE_JOBS
 exec sh "$top_srcdir/tests/mprace/engine-conformance.sh"
