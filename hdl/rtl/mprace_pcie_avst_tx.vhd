@@ -15,9 +15,16 @@
 --     and when its last input beat leaves dwords over, one more output beat follows (in that
 --     clock the next TLP's first beat may enter, as it sends nothing yet).
 --   * At 512 bits the input may pack two TLPs into a beat (the core's straddle_g: one ends
---     before lane 8, the next starts in lane 8, as the side bits say): the second goes in the
---     same clock when it only fills hold and the first leaves nothing over, else in the next
---     clock. On the output every TLP starts in segment 0.
+--     before lane 8, the next starts in lane 8, as the side bits say). On the P-tile the second
+--     goes in the same clock when it only fills hold and the first leaves nothing over, else in
+--     the next clock, and every TLP starts in segment 0.
+--   * H-tile at 512 bits: every TLP keeps the place it has on the input (lane 0 or lane 8, that
+--     is segment 0 or 1), its 3-dword header and payload closing up behind it, so the output
+--     needs no more beats than the input: 4.5 beats per 256-byte write instead of 5. Output
+--     beat j is input beat j, its last lane taken from lane 0 of beat j+1 when a TLP with a
+--     3-dword header continues. A beat may carry segment 1 alone (a TLP ended in lane 0 of
+--     the input beat and the next starts in lane 8), which the interface's per-segment valid
+--     bits allow.
 --   * Ready latency: the IP takes a beat in clock t only if it raised tx_st_ready in clock
 --     t - ready_latency_g; beats wait in a queue deep enough for the ones already decided.
 --   * Memory requests get the function's requester ID (req_id) in header dword 1, and those
@@ -69,9 +76,9 @@ architecture rtl of mprace_pcie_avst_tx is
   constant SEGS_c  : natural := data_w_g / 256;
   subtype lanes_t is natural range 0 to LANES_c;
 
-  -- an output beat: data, the header of a TLP starting in it (segment 0), sop, the number of
-  -- lanes with data (0 for a TLP without payload on the header bus) and eop
-  constant BEAT_W_c : natural := data_w_g + 128 + 1 + 5 + 1;
+  -- an output beat: data, the header of a TLP starting in segment 0 (header bus), and per
+  -- segment valid, sop and eop
+  constant BEAT_W_c : natural := data_w_g + 128 + 3*SEGS_c;
   -- a beat leaves the queue only in a clock the IP will take it (ready_latency_g before), so
   -- the queue needs no room for beats in flight: four entries keep the input streaming
   constant QUEUE_LOG2_c : natural := 2;
@@ -99,10 +106,27 @@ architecture rtl of mprace_pcie_avst_tx is
   signal rdy_hist   : std_logic_vector(ready_latency_g-1 downto 0) := (others => '0');
   signal can_send   : std_logic;
 
+  function seg_beat(data : std_logic_vector; hdr : std_logic_vector(127 downto 0);
+                    valid, sop, eop : std_logic_vector(SEGS_c-1 downto 0)) return std_logic_vector is
+  begin
+    return data & hdr & valid & sop & eop;
+  end function;
+
+  -- a beat holding one TLP from lane 0: `lanes` lanes of data (0 for a TLP without payload on
+  -- the header bus), the first of the TLP if sop, its last if eop
   function beat(data : std_logic_vector; hdr : std_logic_vector(127 downto 0); sop : std_logic;
                 lanes : natural; eop : std_logic) return std_logic_vector is
+    variable valid, sops, eops : std_logic_vector(SEGS_c-1 downto 0) := (others => '0');
   begin
-    return data & hdr & sop & std_logic_vector(to_unsigned(lanes, 5)) & eop;
+    sops(0) := sop;
+    for k in 0 to SEGS_c-1 loop
+      -- a segment carries data, or is the first of a TLP without payload
+      if lanes > 8*k or (k = 0 and lanes = 0) then
+        valid(k) := '1';
+        eops(k)  := eop and to_sl(lanes <= 8*k + 8);
+      end if;
+    end loop;
+    return seg_beat(data, hdr, valid, sops, eops);
   end function;
 
   -- the header as the link carries it (dword k in bits 32k+31:32k): memory requests get the
@@ -145,6 +169,8 @@ architecture rtl of mprace_pcie_avst_tx is
 
 begin
 
+  -- the P-tile, and the H-tile at 256 bits: every TLP from lane 0 of a beat
+  g_from_lane0 : if hdr_bus_g or SEGS_c = 1 generate
   p_comb : process(all)
     variable v       : two_process_r;
     variable in_data : std_logic_vector(data_w_g-1 downto 0);   -- the input as this clock sees it
@@ -293,6 +319,193 @@ begin
     r_next <= v;
   end process;
 
+  p_state : process(clk)
+  begin
+    if rising_edge(clk) then
+      r <= r_next;
+      if rst = '1' then
+        r <= R_INIT_c;
+      end if;
+    end if;
+  end process;
+  end generate;
+
+  -- the H-tile at 512 bits: every TLP where it is on the input (lane 0 or 8), closed up behind
+  -- its 3-dword header
+  g_in_place : if not hdr_bus_g and SEGS_c = 2 generate
+    type in_place_r is record
+      in_tlp : std_logic;                            -- a TLP continues into the next input beat
+      shift  : std_logic;                            -- ... with a 3-dword header: one lane down
+      held   : std_logic;                            -- an output beat waits in data
+      need   : std_logic;                            -- ... for lane 15 (next input beat's lane 0)
+      data   : std_logic_vector(data_w_g-1 downto 0);
+      valid  : std_logic_vector(1 downto 0);
+      sop    : std_logic_vector(1 downto 0);
+      eop    : std_logic_vector(1 downto 0);
+    end record;
+    constant P_INIT_c : in_place_r := (in_tlp => '0', shift => '0', held => '0', need => '0',
+      data => (others => '0'), valid => "00", sop => "00", eop => "00");
+    signal p, p_next : in_place_r := P_INIT_c;
+
+    -- dword k of v, zero outside it
+    function lane(v : std_logic_vector; k : integer) return std_logic_vector is
+    begin
+      if k >= 0 and 32*k + 31 < v'length then
+        return v(v'low+32*k+31 downto v'low+32*k);
+      end if;
+      return x"00000000";
+    end function;
+
+    -- the highest lane with keep set
+    function last_lane(keep : std_logic_vector) return natural is
+      variable n : natural := 0;
+    begin
+      for k in keep'low to keep'high loop
+        if keep(k) = '1' then
+          n := k - keep'low;
+        end if;
+      end loop;
+      return n;
+    end function;
+  begin
+    p_comb : process(all)
+      variable v       : in_place_r;
+      variable sop_hi  : boolean;
+      variable lo_new  : boolean;                    -- a TLP starts in lane 0
+      variable lo_end  : integer range 0 to 16;      -- last input lane of the lower TLP, 16: continues
+      variable hi_end  : integer range 0 to 16;      -- ... of the one starting in lane 8
+      variable h_lo, h_hi : std_logic_vector(127 downto 0);
+      variable sh_lo, sh_hi : natural range 0 to 1;
+      variable sh      : natural range 0 to 1;
+      variable e       : integer range 0 to 16;
+      variable last    : integer range -1 to 15;
+      variable hd      : std_logic_vector(31 downto 0);
+      variable is_hdr  : boolean;
+      variable o       : std_logic_vector(data_w_g-1 downto 0);
+      variable valid, sop, eop : std_logic_vector(1 downto 0);
+      variable lo_gone : boolean;                    -- the lower TLP ended in the held beat
+    begin
+      v := p;
+      s_tready   <= '0';
+      q_in_valid <= '0';
+      q_in_data  <= (others => '0');
+
+      sop_hi := s_side(REQ_SOP_HI_c) = '1';
+      lo_new := p.in_tlp = '0';
+      h_lo   := link_header(s_tdata(127 downto 0), req_id);
+      h_hi   := link_header(s_tdata(383 downto 256), req_id);
+      sh_lo  := 1 - to_integer(unsigned'('0' & h_lo(TLP_FMT_4DW_c)));
+      sh_hi  := 1 - to_integer(unsigned'('0' & h_hi(TLP_FMT_4DW_c)));
+      if not lo_new then
+        sh_lo := to_integer(unsigned'('0' & p.shift));
+      end if;
+      if sop_hi then
+        lo_end := to_integer(unsigned(s_side(REQ_EOP_PTR_c+3 downto REQ_EOP_PTR_c)));
+        hi_end := 16;
+        if s_tlast = '1' then
+          hi_end := last_lane(s_tkeep);
+        end if;
+      else
+        lo_end := 16;
+        if s_tlast = '1' then
+          lo_end := last_lane(s_tkeep);
+        end if;
+        hi_end := 16;
+      end if;
+
+      -- the input beat as it leaves: per lane, the TLP it belongs to, moved down by its shift
+      o := (others => '0');
+      valid := "00";
+      sop := "00";
+      eop := "00";
+      lo_gone := false;
+      for i in 0 to LANES_c-1 loop
+        -- (every index below is fixed per lane: a multiplexer, not a shifter)
+        if sop_hi and i >= 8 then
+          sh := sh_hi; e := hi_end;
+          hd := lane(h_hi, i - 8);
+          is_hdr := i - 8 < 4 - sh_hi;
+        else
+          sh := sh_lo; e := lo_end;
+          hd := lane(h_lo, i);
+          is_hdr := lo_new and i < 4 - sh_lo;
+        end if;
+        if is_hdr then
+          o(32*i+31 downto 32*i) := hd;
+          valid(i / 8) := '1';
+        elsif i + sh <= 15 and i + sh <= e then
+          if sh = 1 then
+            o(32*i+31 downto 32*i) := lane(s_tdata, i + 1);
+          else
+            o(32*i+31 downto 32*i) := lane(s_tdata, i);
+          end if;
+          valid(i / 8) := '1';
+        elsif i = 15 and e = 16 then
+          valid(1) := '1';                           -- lane 15 follows with the next beat
+        end if;
+      end loop;
+      if lo_new then
+        sop(0) := '1';
+      end if;
+      if sop_hi then
+        sop(1) := '1';
+      end if;
+      if lo_end < 16 then
+        last := lo_end - sh_lo;
+        if last < 0 then
+          lo_gone := true;                           -- it ended in lane 15 of the held beat
+        else
+          eop(last / 8) := '1';
+        end if;
+      end if;
+      if sop_hi and hi_end < 16 then
+        eop(1) := '1';
+      end if;
+
+      if q_in_ready = '1' then
+        if p.held = '1' and p.need = '0' then
+          -- a complete beat leaves; the input beat, if any, takes its place
+          q_in_valid <= '1';
+          q_in_data  <= seg_beat(p.data, (127 downto 0 => '0'), p.valid, p.sop, p.eop);
+          v.held := '0';
+        end if;
+        if s_tvalid = '1' then
+          if p.held = '1' and p.need = '1' then
+            -- the held beat gets its lane 15, and its eop if the TLP ends there
+            q_in_valid <= '1';
+            q_in_data  <= seg_beat(s_tdata(31 downto 0) & p.data(data_w_g-33 downto 0),
+                                   (127 downto 0 => '0'), p.valid, p.sop,
+                                   p.eop or (to_sl(lo_gone) & '0'));
+          end if;
+          s_tready <= '1';
+          v.held   := to_sl(valid /= "00");
+          v.data   := o;
+          v.valid  := valid;
+          v.sop    := sop;
+          v.eop    := eop;
+          v.in_tlp := not s_tlast;
+          if sop_hi then
+            v.shift := to_sl(sh_hi = 1);
+          elsif lo_new then
+            v.shift := to_sl(sh_lo = 1);
+          end if;
+          v.need := not s_tlast and v.shift;
+        end if;
+      end if;
+      p_next <= v;
+    end process;
+
+    p_state : process(clk)
+    begin
+      if rising_edge(clk) then
+        p <= p_next;
+        if rst = '1' then
+          p <= P_INIT_c;
+        end if;
+      end if;
+    end process;
+  end generate;
+
   i_queue : entity work.mprace_fifo
     generic map (width_g => BEAT_W_c, depth_log2_g => QUEUE_LOG2_c)
     port map (
@@ -311,40 +524,26 @@ begin
   q_pop <= can_send and q_valid;
 
   p_out : process(clk)
-    variable lanes : natural range 0 to 31;
-    variable hdr   : std_logic_vector(127 downto 0);
-    variable sop, eop : std_logic;
+    variable hdr : std_logic_vector(127 downto 0);
   begin
     if rising_edge(clk) then
-      r <= r_next;
       rdy_hist <= rdy_hist(ready_latency_g-2 downto 0) & tx_st_ready;
       tx_st_valid <= (others => '0');
       tx_st_sop   <= (others => '0');
       tx_st_eop   <= (others => '0');
       if q_pop = '1' then
-        hdr   := q_data(BEAT_W_c-data_w_g-1 downto 7);
-        sop   := q_data(6);
-        lanes := to_integer(unsigned(q_data(5 downto 1)));
-        eop   := q_data(0);
-        tx_st_data <= q_data(BEAT_W_c-1 downto BEAT_W_c-data_w_g);
-        tx_st_hdr <= (others => '0');
+        hdr := q_data(BEAT_W_c-data_w_g-1 downto 3*SEGS_c);
+        tx_st_data  <= q_data(BEAT_W_c-1 downto BEAT_W_c-data_w_g);
+        tx_st_valid <= q_data(3*SEGS_c-1 downto 2*SEGS_c);
+        tx_st_sop   <= q_data(2*SEGS_c-1 downto SEGS_c);
+        tx_st_eop   <= q_data(SEGS_c-1 downto 0);
+        tx_st_hdr   <= (others => '0');
         if hdr_bus_g then
           tx_st_hdr(127 downto 0) <= hdr(31 downto 0) & hdr(63 downto 32) & hdr(95 downto 64) &
                                      hdr(127 downto 96);   -- dword 0 in bits 127:96
         end if;
-        tx_st_sop(0) <= sop;
-        for s in 0 to SEGS_c-1 loop
-          -- a segment carries data, or is the first of a TLP without payload
-          if lanes > 8*s or (s = 0 and lanes = 0) then
-            tx_st_valid(s) <= '1';
-            if eop = '1' and (lanes <= 8*s + 8) then
-              tx_st_eop(s) <= '1';
-            end if;
-          end if;
-        end loop;
       end if;
       if rst = '1' then
-        r <= R_INIT_c;
         tx_st_valid <= (others => '0');
       end if;
     end if;

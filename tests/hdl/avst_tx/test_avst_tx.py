@@ -12,7 +12,8 @@ tag from it) and its payload dword for dword; the sink itself fails a
 beat driven outside the ready latency or a frame that ends early or late. At 256 bits (one
 segment) and 512 bits (two); at 512 bits the source packs TLPs as the engine's write engine
 does with straddle_g (a TLP whose last beat uses at most 8 lanes is followed, at random, by the
-next starting in lane 8, the side bits saying so), and the test checks it did."""
+next starting in lane 8, the side bits saying so), and the test checks it did. The H-tile
+at 512 bits must start exactly those TLPs in the second segment, the P-tile none."""
 import random
 
 import cocotb
@@ -130,6 +131,19 @@ async def requests(dut):
         dut.s_tvalid.value = 0
     cocotb.start_soon(feed())
 
+    # where TLPs start on the transmit interface: the H-tile at 512 bits keeps each TLP in the
+    # segment it has on the input, the P-tile starts every TLP in segment 0
+    starts = [0, 0]
+
+    async def watch():
+        while True:
+            await RisingEdge(dut.clk)
+            valid, sop = int(dut.tx_st_valid.value), int(dut.tx_st_sop.value)
+            for seg in range(len(dut.tx_st_sop)):
+                if valid >> seg & sop >> seg & 1:
+                    starts[seg] += 1
+    cocotb.start_soon(watch())
+
     for k in range(count):
         frame = await with_timeout(sink.recv(), 200, "us")
         want = expected[k]
@@ -150,6 +164,10 @@ async def requests(dut):
             tlp.length == want["dwords"] and tlp.tag == want["tag"], f"TLP {k}: {tlp}"
     await Timer(200, "ns")
     assert sink.empty(), "more TLPs than sent"
+    in_place = lanes == 16 and not hdr_bus
+    want_hi = straddled if in_place else 0
+    assert starts == [count - want_hi, want_hi][:len(starts)], \
+        f"TLPs started per segment {starts}, want {count - want_hi} / {want_hi}"
 
 
 @pytest.mark.parametrize("width", [256, 512], ids=lambda w: f"w{w}")
