@@ -79,6 +79,8 @@ architecture rtl of mprace_board_ptile_gen4x16 is
       p0_tx_st_sop_i, p0_tx_st_eop_i, p0_tx_st_valid_i, p0_tx_st_err_i
         : in  std_logic_vector(1 downto 0);
       p0_tx_st_ready_o     : out std_logic;
+      p0_tx_cdts_limit_o         : out std_logic_vector(15 downto 0);
+      p0_tx_cdts_limit_tdm_idx_o : out std_logic_vector(2 downto 0);
       p0_app_int_i         : in  std_logic_vector(7 downto 0);
       p0_tl_cfg_func_o     : out std_logic_vector(2 downto 0);
       p0_tl_cfg_add_o      : out std_logic_vector(4 downto 0);
@@ -94,6 +96,8 @@ architecture rtl of mprace_board_ptile_gen4x16 is
   signal rx_abort, rx_sop, rx_eop, rx_valid : std_logic_vector(1 downto 0);
   signal tx_sop, tx_eop, tx_valid, tx_err : std_logic_vector(1 downto 0);
   signal rx_ready, tx_ready : std_logic;
+  signal tx_cdts_limit : std_logic_vector(15 downto 0);
+  signal tx_cdts_tdm_idx : std_logic_vector(2 downto 0);
   signal cfg_func : std_logic_vector(2 downto 0);
   signal cfg_add : std_logic_vector(4 downto 0);
   signal cfg_ctl : std_logic_vector(15 downto 0);
@@ -141,6 +145,7 @@ begin
       p0_tx_st_data_i => tx_data, p0_tx_st_hdr_i => tx_hdr, p0_tx_st_tlp_prfx_i => tx_prfx,
       p0_tx_st_sop_i => tx_sop, p0_tx_st_eop_i => tx_eop, p0_tx_st_valid_i => tx_valid,
       p0_tx_st_err_i => tx_err, p0_tx_st_ready_o => tx_ready, p0_app_int_i => app_int,
+      p0_tx_cdts_limit_o => tx_cdts_limit, p0_tx_cdts_limit_tdm_idx_o => tx_cdts_tdm_idx,
       p0_tl_cfg_func_o => cfg_func, p0_tl_cfg_add_o => cfg_add, p0_tl_cfg_ctl_o => cfg_ctl
     );
 
@@ -155,6 +160,7 @@ begin
       tx_st_data => tx_data, tx_st_hdr => tx_hdr, tx_st_tlp_prfx => tx_prfx,
       tx_st_sop => tx_sop, tx_st_eop => tx_eop, tx_st_valid => tx_valid, tx_st_err => tx_err,
       tx_st_ready => tx_ready, app_int => app_int,
+      tx_cdts_limit => tx_cdts_limit, tx_cdts_limit_tdm_idx => tx_cdts_tdm_idx,
       tl_cfg_func => cfg_func, tl_cfg_add => cfg_add, tl_cfg_ctl => cfg_ctl,
       s_axis_c2h_tdata => s_axis_c2h_tdata, s_axis_c2h_tkeep => s_axis_c2h_tkeep,
       s_axis_c2h_tlast => s_axis_c2h_tlast, s_axis_c2h_tvalid => s_axis_c2h_tvalid,

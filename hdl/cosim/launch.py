@@ -27,13 +27,15 @@ TOPLEVELS = {"xilinx": "mprace_dma_top", "ptile": "mprace_dma_top_ptile",
 
 
 def cache_root():
+    # absolute: the simulator runs in the build directory, so a path relative to where the
+    # application started would name another place there
     if os.environ.get("MPRACE_SIM_BUILD"):
-        return Path(os.environ["MPRACE_SIM_BUILD"])
+        return Path(os.environ["MPRACE_SIM_BUILD"]).resolve()
     base = os.environ.get("XDG_CACHE_HOME") or (
         os.path.join(os.environ["HOME"], ".cache") if os.environ.get("HOME") else None)
     if not base:
         base = os.path.join(tempfile.gettempdir(), f"mprace-{os.getuid()}")
-    return Path(base) / "mprace"
+    return (Path(base) / "mprace").resolve()
 
 
 def build(toplevel):

@@ -31,6 +31,7 @@ from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiStreamBus
 from cocotbext.axi.address_space import MemoryRegion
 from cocotbext.pcie.core import RootComplex
+from cocotbext.pcie.core.dllp import FcType
 from cocotbext.pcie.core.tlp import Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 from cocotbext.pcie.intel.ptile import PTilePcieDevice, PTileRxBus, PTileTxBus
@@ -139,7 +140,17 @@ class TB:
             self._htile_device(dut, msi_count)
         self.intel = self.block != "xilinx"
         self.dev.functions[0].configure_bar(0, S.engine["bar0_size"])
-        self.rc.make_port().connect(self.dev)
+        port = self.rc.make_port()
+        if self.block == "ptile":
+            credits = env_int("MPRACE_CREDITS", 0)
+            if credits:
+                self._finite_credits(port, credits == 1)
+            else:
+                # infinite credit, as the model reports it (limits of 0), without a coroutine
+                # writing them every clock
+                dut.tx_cdts_limit.value = 0
+                dut.tx_cdts_limit_tdm_idx.value = 0
+        port.connect(self.dev)
 
         # user streams idle until a test starts them
         self.c2h = StreamSource(dut, "s_axis_c2h", dut.user_clk)
@@ -226,6 +237,43 @@ class TB:
             rx_bus=PTileRxBus.from_prefix(dut, "rx_st"), tx_bus=PTileTxBus.from_prefix(dut, "tx_st"),
             tl_cfg_func=dut.tl_cfg_func, tl_cfg_add=dut.tl_cfg_add, tl_cfg_ctl=dut.tl_cfg_ctl)
         self.dev.log.setLevel(logging.WARNING)
+
+    # what the root port advertises with MPRACE_CREDITS=1 (P-tile): few enough that the engine
+    # must wait for them in every direction (16-byte data credits)
+    FINITE_CREDITS = dict(ph=4, pd=48, nph=2, npd=0, cplh=0, cpld=0)
+
+    def _finite_credits(self, port, few=True):
+        """The engine sees the root port's credit limits on tx_cdts_limit: FINITE_CREDITS when
+        `few` (0: infinite; MPRACE_CREDITS=1), else the model's own (64 headers of each type,
+        16 KiB of posted and completion data; MPRACE_CREDITS=2). Every TLP the engine hands over is checked against the limit the IP
+        reports then (PCIe's rule: limit - consumed, modulo the field size, stays below half
+        of it), and a test fails at the first TLP sent without credit."""
+        fc = port.downstream_port.fc_state[0]
+        for name, n in self.FINITE_CREDITS.items() if few else ():
+            st = getattr(fc, name)
+            st.rx_initial_allocation = st.rx_credits_allocated = n
+        dev_fc = self.dev.upstream_port.fc_state[0]
+        self.dev.tx_cdts_limit = self.dut.tx_cdts_limit
+        self.dev.tx_cdts_limit_tdm_idx = self.dut.tx_cdts_limit_tdm_idx
+        cocotb.start_soon(self.dev._run_tx_fc_logic())
+        consumed = {}
+        send = self.dev.send
+
+        async def checked_send(tlp):
+            kind = {FcType.P: ("ph", "pd"), FcType.NP: ("nph", "npd"),
+                    FcType.CPL: ("cplh", "cpld")}[tlp.get_fc_type()]
+            for name, need in zip(kind, (1, tlp.get_data_credits())):
+                st = getattr(dev_fc, name)
+                if st.tx_is_infinite() or not need:
+                    continue
+                bits = 12 if name.endswith("h") else 16
+                consumed[name] = (consumed.get(name, 0) + need) % (1 << bits)
+                left = (st.tx_credit_limit - consumed[name]) % (1 << bits)
+                assert left <= 1 << (bits - 1), \
+                    f"{tlp.fmt_type.name} sent without {name.upper()} credit: limit " \
+                    f"{st.tx_credit_limit}, consumed {consumed[name]}"
+            await send(tlp)
+        self.dev.send = checked_send
 
     def _htile_device(self, dut, msi_count):
         """cocotbext-pcie's Intel Stratix 10 H-tile (MPRACE_LTILE=1: L-tile, for the top's

@@ -20,6 +20,7 @@ RTL_FILES = [
     "mprace_dma_pkg.vhd", "mprace_pcie_us_pkg.vhd", "mprace_fifo.vhd", "mprace_dword_ring.vhd",
     "mprace_dma_req_mux.vhd", "mprace_pcie_us_rq.vhd", "mprace_pcie_us_cq_cc.vhd",
     "mprace_pcie_us_rc.vhd", "mprace_dma_msi.vhd", "mprace_pcie_us_irq.vhd", "mprace_pcie_avst_tx.vhd",
+    "mprace_pcie_avst_credits.vhd",
     "mprace_pcie_avst_rx.vhd",
     "mprace_dma_regs.vhd", "mprace_dma_desc_fetch.vhd",
     "mprace_dma_c2h_src.vhd", "mprace_dma_wr.vhd", "mprace_dma_c2h.vhd", "mprace_dma_rd.vhd",

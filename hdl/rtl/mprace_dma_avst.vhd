@@ -58,6 +58,10 @@ entity mprace_dma_avst is
     tx_st_valid     : out std_logic_vector(data_w_g/256-1 downto 0);
     tx_st_err       : out std_logic_vector(data_w_g/256-1 downto 0);
     tx_st_ready     : in  std_logic;
+    -- the P-tile's transmit credit limits (hdr_bus_g; mprace_pcie_avst_credits): the defaults,
+    -- limits of 0, mean infinite credit
+    tx_cdts_limit         : in std_logic_vector(15 downto 0) := (others => '0');
+    tx_cdts_limit_tdm_idx : in std_logic_vector(2 downto 0) := (others => '0');
     -- what the top decoded from the IP's configuration output (function 0)
     req_id     : in  std_logic_vector(15 downto 0);   -- bus, device, function
     cfg_mps    : in  std_logic_vector(2 downto 0);
@@ -125,6 +129,7 @@ architecture rtl of mprace_dma_avst is
   signal tx_tkeep : std_logic_vector(LANES_c-1 downto 0);
   signal tx_side  : std_logic_vector(REQ_SIDE_W_c-1 downto 0);
   signal tx_tlast, tx_tvalid, tx_tready : std_logic;
+  signal tx_gated_valid, tx_gated_ready : std_logic;   -- past the credit gate
 
   -- the register read being completed
   type cc_r is record
@@ -276,12 +281,27 @@ begin
       m_tdata => tx_tdata, m_tkeep => tx_tkeep, m_side => tx_side, m_tlast => tx_tlast,
       m_tvalid => tx_tvalid, m_tready => tx_tready);
 
+  -- the P-tile reports credit limits and leaves it to the application to honour them
+  g_credits : if hdr_bus_g generate
+    i_credits : entity work.mprace_pcie_avst_credits
+      generic map (data_w_g => data_w_g)
+      port map (
+        clk => clk, rst => rst,
+        s_tdata => tx_tdata, s_side => tx_side, s_tlast => tx_tlast, s_tvalid => tx_tvalid,
+        s_tready => tx_tready, m_tvalid => tx_gated_valid, m_tready => tx_gated_ready,
+        tx_cdts_limit => tx_cdts_limit, tx_cdts_limit_tdm_idx => tx_cdts_limit_tdm_idx);
+  end generate;
+  g_no_credits : if not hdr_bus_g generate
+    tx_gated_valid <= tx_tvalid;
+    tx_tready      <= tx_gated_ready;
+  end generate;
+
   i_tx : entity work.mprace_pcie_avst_tx
     generic map (data_w_g => data_w_g, hdr_bus_g => hdr_bus_g)
     port map (
       clk => clk, rst => rst,
       s_tdata => tx_tdata, s_tkeep => tx_tkeep, s_side => tx_side, s_tlast => tx_tlast,
-      s_tvalid => tx_tvalid, s_tready => tx_tready, req_id => req_id,
+      s_tvalid => tx_gated_valid, s_tready => tx_gated_ready, req_id => req_id,
       tx_st_data => tx_st_data, tx_st_hdr => tx_st_hdr, tx_st_tlp_prfx => tx_st_tlp_prfx,
       tx_st_sop => tx_st_sop, tx_st_eop => tx_st_eop, tx_st_valid => tx_st_valid,
       tx_st_err => tx_st_err, tx_st_ready => tx_st_ready);

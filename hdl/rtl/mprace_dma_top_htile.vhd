@@ -15,8 +15,8 @@
 --                    MSI enable and Multiple Message Enable
 --   user data      : s_axis_c2h_* in, m_axis_h2c_* out, as on mprace_dma_top
 -- The engine and everything it shares with the P-tile top is mprace_dma_avst. Not handled yet:
--- transmit credits (tx_*_cdts), the IP's completion timeout interface, TLPs starting in the
--- second transmit segment. Spec: docs/dma-engine.md; hdl/README.md "The Intel tops".
+-- transmit credits (tx_*_cdts), the IP's completion timeout interface. Spec:
+-- docs/dma-engine.md; hdl/README.md "The Intel tops".
 library ieee;
 use ieee.std_logic_1164.all;
 use ieee.numeric_std.all;

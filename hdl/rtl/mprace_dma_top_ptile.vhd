@@ -12,8 +12,9 @@
 --                    the MSI capability
 --   user data      : s_axis_c2h_* in, m_axis_h2c_* out, as on mprace_dma_top
 -- The engine and everything it shares with the H-tile/L-tile top is mprace_dma_avst; this top
--- decodes the P-tile's configuration output. Not handled yet: transmit credits (tx_cdts_limit),
--- the IP's completion timeout interface, TLPs starting in the second transmit segment.
+-- decodes the P-tile's configuration output; the engine honours the transmit credit limits
+-- (tx_cdts_limit). Not handled yet: the IP's completion timeout interface, TLPs starting in
+-- the second transmit segment.
 -- Spec: docs/dma-engine.md; hdl/README.md "The Intel tops".
 library ieee;
 use ieee.std_logic_1164.all;
@@ -55,6 +56,9 @@ entity mprace_dma_top_ptile is
     tx_st_valid     : out std_logic_vector(data_w_g/256-1 downto 0) := (others => '0');
     tx_st_err       : out std_logic_vector(data_w_g/256-1 downto 0) := (others => '0');
     tx_st_ready     : in  std_logic;
+    -- transmit credit limits, one type per clock (mprace_pcie_avst_credits)
+    tx_cdts_limit         : in std_logic_vector(15 downto 0);
+    tx_cdts_limit_tdm_idx : in std_logic_vector(2 downto 0);
     -- legacy interrupt (INTx) level per function: bit 0 is INTA of function 0
     app_int     : out std_logic_vector(7 downto 0) := (others => '0');
     -- configuration output
@@ -127,6 +131,7 @@ begin
       tx_st_data => tx_st_data, tx_st_hdr => tx_st_hdr, tx_st_tlp_prfx => tx_st_tlp_prfx,
       tx_st_sop => tx_st_sop, tx_st_eop => tx_st_eop, tx_st_valid => tx_st_valid,
       tx_st_err => tx_st_err, tx_st_ready => tx_st_ready,
+      tx_cdts_limit => tx_cdts_limit, tx_cdts_limit_tdm_idx => tx_cdts_limit_tdm_idx,
       req_id => bus_dev & "000", cfg_mps => cfg_mps, cfg_mrrs => cfg_mrrs,
       cfg_rcb128 => cfg_rcb128, msi_on => msi_on, msi_mme => msi_mme, msi_addr => msi_addr,
       msi_data => msi_data, app_msi_req => open, app_msi_num => open, app_msi_ack => '0',

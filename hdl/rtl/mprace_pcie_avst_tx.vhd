@@ -30,8 +30,9 @@
 --   * Memory requests get the function's requester ID (req_id) in header dword 1, and those
 --     below 4 GiB the 3-dword header PCIe requires (the core writes the 4-dword form);
 --     completions keep the completer and requester IDs they carry.
--- Credits (tx_cdts_limit, tx_*_cdts) are not watched: the engine bounds its non-posted requests
--- by its completion budget, posted writes by nothing; see hdl/README "Attaching to an Intel board".
+-- Credits: on the P-tile mprace_pcie_avst_credits holds the stream before this adapter until
+-- tx_cdts_limit allows each TLP; the H-tile's tx_*_cdts are not watched (hdl/README "Attaching
+-- to an Intel board").
 library ieee;
 use ieee.std_logic_1164.all;
 use ieee.numeric_std.all;

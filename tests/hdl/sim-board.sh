@@ -46,6 +46,12 @@ info() {
 		grep -q "magic: 0x4d505243" "$tmp/out" && grep -q "vendor 0x10ee device 0x7038" "$tmp/out"
 }
 check "mprace info identifies the RTL engine through the PCIe model" info
+relative_cache() {   # the same cache, named relative to the directory the tool starts in
+	rel=$(realpath --relative-to="$tmp" "$MPRACE_SIM_BUILD") &&
+		(cd "$tmp" && MPRACE_SIM_BUILD=$rel "$mprace" -d sim: info >"$tmp/out" 2>&1) &&
+		grep -q "magic: 0x4d505243" "$tmp/out"
+}
+check "MPRACE_SIM_BUILD relative to the current directory" relative_cache
 
 # 2. kill -9 of the application: its simulator ends too
 alive() {   # alive PID: the process exists and is not a zombie

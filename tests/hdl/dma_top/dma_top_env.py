@@ -273,11 +273,11 @@ INTEL = {"registers", "test_logic", "interrupts_msi32", "interrupts_msi2", "inte
          "h2c_mrrs1024", "h2c_mrrs2048", "h2c_split_rcb_pauses", "h2c_split_rcb128",
          "h2c_reordered", "addr64", "abort_reset", "reset_during_transfers",
          "desc_errors_C2H", "desc_errors_H2C", "h2c_read_errors_r0", "h2c_read_errors_r1",
-         "throughput_mps256_mrrs512_gen3"}
+         "throughput_mps256_mrrs512_gen3", "tx_credits"}
 # what `make check` runs of them (CI time): registers, MSI, data both ways with pauses and
-# reordered completions, abort, failed reads
+# reordered completions, abort, failed reads, the P-tile's transmit credits
 INTEL_CHECK = {"registers", "interrupts_msi32", "c2h_packets_pauses", "h2c_reordered",
-               "abort_reset", "h2c_read_errors_r1"}
+               "abort_reset", "h2c_read_errors_r1", "tx_credits"}
 LTILE_CHECK = {"registers"}
 pytestmark = pytest.mark.parametrize("width", WIDTHS, ids=lambda w: f"w{w}")
 

@@ -512,6 +512,16 @@ def test_max_desc(width):
     run(MODULE, "max_desc", seed=111, width=width)
 
 
+def test_tx_credits(width):
+    """The P-tile's transmit credits: the root port advertises a few (pcie_env FINITE_CREDITS:
+    4 posted headers, 768 bytes of posted data, 2 non-posted headers), both channels run as in
+    the soak, and every TLP the engine hands the IP is checked against the credit limit the IP
+    reports on tx_cdts_limit."""
+    if width not in ("p256", "p512"):
+        pytest.skip("the P-tile reports credit limits (tx_cdts_limit)")
+    run(MODULE, "soak", "tx_credits", seed=104, count=16, width=width, credits=1)
+
+
 def test_soak(width):
     if os.environ.get("HDL_SOAK"):
         for seed in (101, 102, 103):
