@@ -74,22 +74,17 @@ architecture rtl of mprace_pcie_avst_credits is
 
   -- the credits one TLP needs, from the header in its slot (dword 0 in bits 31:0)
   procedure add_need(variable n : inout counts_t; slot : std_logic_vector(127 downto 0)) is
-    variable len : unsigned(10 downto 0);
     variable d   : unsigned(15 downto 0);
     variable h, dt : natural;
   begin
-    len := '0' & unsigned(slot(9 downto 0));
-    if len = 0 then
-      len := to_unsigned(1024, 11);
-    end if;
     d := (others => '0');
-    if slot(30) = '1' then                                   -- with payload
-      d := resize(shift_right(len + 3, 2), 16);
+    if tlp_is_write(slot) then                               -- with payload
+      d := resize(shift_right(tlp_dwords(slot) + 3, 2), 16);
     end if;
     if slot(28 downto 24) = "01010" then
       h := CPLH_c;
       dt := CPLD_c;
-    elsif slot(30) = '1' then
+    elsif tlp_is_write(slot) then
       h := PH_c;
       dt := PD_c;
     else

@@ -348,7 +348,8 @@ begin
       data => (others => '0'), valid => "00", sop => "00", eop => "00");
     signal p, p_next : in_place_r := P_INIT_c;
 
-    -- dword k of v, zero outside it
+    -- dword k of v, zero outside it (unlike the package's dw: the lane loop below also forms
+    -- indices it never uses, such as i - 8 for i < 8)
     function lane(v : std_logic_vector; k : integer) return std_logic_vector is
     begin
       if k >= 0 and 32*k + 31 < v'length then
