@@ -21,10 +21,9 @@
 --   * H-tile at 512 bits: every TLP keeps the place it has on the input (lane 0 or lane 8, that
 --     is segment 0 or 1), its 3-dword header and payload closing up behind it, so the output
 --     needs no more beats than the input: 4.5 beats per 256-byte write instead of 5. Output
---     beat j is input beat j, its last lane taken from lane 0 of beat j+1 when a TLP with a
---     3-dword header continues. A beat may carry segment 1 alone (a TLP ended in lane 0 of
---     the input beat and the next starts in lane 8), which the interface's per-segment valid
---     bits allow.
+--     beat j is made of input beats j and j+1. The interface starts a TLP in segment 1 only
+--     beside an end of packet in segment 0: a TLP in lane 8 whose predecessor's last dword
+--     went into the beat before moves to segment 0, and the TLPs packed behind it with it.
 --   * Ready latency: the IP takes a beat in clock t only if it raised tx_st_ready in clock
 --     t - ready_latency_g; beats wait in a queue deep enough for the ones already decided.
 --   * Memory requests get the function's requester ID (req_id) in header dword 1, and those
@@ -332,20 +331,32 @@ begin
   end generate;
 
   -- the H-tile at 512 bits: every TLP where it is on the input (lane 0 or 8), closed up behind
-  -- its 3-dword header
+  -- its 3-dword header. A TLP in lane 8 whose predecessor has already ended (in the output beat
+  -- before: a 3-dword header's shift moved its last dword there) moves to lane 0, eight lanes
+  -- down, and the TLPs packed behind it with it: the interface starts a TLP in segment 1 only
+  -- beside an end of packet in segment 0. Output beat j is made of input beats j and j+1.
   g_in_place : if not hdr_bus_g and SEGS_c = 2 generate
+    -- an input beat waiting for the next (the end of its last TLP may come with it)
     type in_place_r is record
-      in_tlp : std_logic;                            -- a TLP continues into the next input beat
-      shift  : std_logic;                            -- ... with a 3-dword header: one lane down
-      held   : std_logic;                            -- an output beat waits in data
-      need   : std_logic;                            -- ... for lane 15 (next input beat's lane 0)
-      data   : std_logic_vector(data_w_g-1 downto 0);
-      valid  : std_logic_vector(1 downto 0);
-      sop    : std_logic_vector(1 downto 0);
-      eop    : std_logic_vector(1 downto 0);
+      held    : std_logic;
+      data    : std_logic_vector(data_w_g-1 downto 0);
+      sop_hi  : std_logic;                           -- a TLP starts in lane 8
+      lo_end  : natural range 0 to 15;               -- last lane of the lower TLP (sop_hi)
+      tlast   : std_logic;                           -- the last TLP ends in this beat ...
+      last    : natural range 0 to 15;               -- ... in this lane
+      lo_new  : std_logic;                           -- the lower TLP starts in lane 0
+      lo_off  : std_logic;                           -- lower TLP eight lanes down
+      lo_sh   : std_logic;                           -- lower TLP with a 3-dword header
+      hi_off  : std_logic;                           -- the same for the TLP in lane 8
+      hi_sh   : std_logic;
+      -- the TLP continuing into the next input beat
+      in_tlp  : std_logic;
+      off     : std_logic;
+      sh      : std_logic;
     end record;
-    constant P_INIT_c : in_place_r := (in_tlp => '0', shift => '0', held => '0', need => '0',
-      data => (others => '0'), valid => "00", sop => "00", eop => "00");
+    constant P_INIT_c : in_place_r := (held => '0', data => (others => '0'), sop_hi => '0',
+      lo_end => 0, tlast => '0', last => 0, lo_new => '0', lo_off => '0', lo_sh => '0',
+      hi_off => '0', hi_sh => '0', in_tlp => '0', off => '0', sh => '0');
     signal p, p_next : in_place_r := P_INIT_c;
 
     -- dword k of v, zero outside it (unlike the package's dw: the lane loop below also forms
@@ -369,129 +380,155 @@ begin
       end loop;
       return n;
     end function;
+
+    function three_dw(slot : std_logic_vector(127 downto 0); id : std_logic_vector(15 downto 0))
+      return std_logic is
+      variable h : std_logic_vector(127 downto 0);
+    begin
+      h := link_header(slot, id);
+      return not h(TLP_FMT_4DW_c);
+    end function;
   begin
     p_comb : process(all)
-      variable v       : in_place_r;
-      variable sop_hi  : boolean;
-      variable lo_new  : boolean;                    -- a TLP starts in lane 0
-      variable lo_end  : integer range 0 to 16;      -- last input lane of the lower TLP, 16: continues
-      variable hi_end  : integer range 0 to 16;      -- ... of the one starting in lane 8
+      variable v        : in_place_r;
+      variable w        : std_logic_vector(2*data_w_g-1 downto 0);   -- held & next beat
+      variable have_n   : boolean;      -- the next beat is there (or not needed)
+      variable n_end    : integer range 0 to 63;   -- last W lane of a TLP that goes on, 63: later
       variable h_lo, h_hi : std_logic_vector(127 downto 0);
-      variable sh_lo, sh_hi : natural range 0 to 1;
-      variable sh      : natural range 0 to 1;
-      variable e       : integer range 0 to 16;
-      variable last    : integer range -1 to 15;
-      variable hd      : std_logic_vector(31 downto 0);
-      variable is_hdr  : boolean;
-      variable o       : std_logic_vector(data_w_g-1 downto 0);
+      variable lo_last, hi_last : integer range 0 to 63;   -- last W lane of each
+      variable upper    : boolean;
+      variable o, sh    : natural range 0 to 8;
+      variable src, lst : integer;
+      variable is_hdr   : boolean;
+      variable hd       : std_logic_vector(31 downto 0);
+      variable out_d    : std_logic_vector(data_w_g-1 downto 0);
       variable valid, sop, eop : std_logic_vector(1 downto 0);
-      variable lo_gone : boolean;                    -- the lower TLP ended in the held beat
+      variable x_lo_end : integer;
     begin
       v := p;
       s_tready   <= '0';
       q_in_valid <= '0';
       q_in_data  <= (others => '0');
 
-      sop_hi := s_side(REQ_SOP_HI_c) = '1';
-      lo_new := p.in_tlp = '0';
-      h_lo   := link_header(s_tdata(127 downto 0), req_id);
-      h_hi   := link_header(s_tdata(383 downto 256), req_id);
-      sh_lo  := 1 - to_integer(unsigned'('0' & h_lo(TLP_FMT_4DW_c)));
-      sh_hi  := 1 - to_integer(unsigned'('0' & h_hi(TLP_FMT_4DW_c)));
-      if not lo_new then
-        sh_lo := to_integer(unsigned'('0' & p.shift));
+      -- where the held beat's last TLP ends, when it goes on into the next beat: that beat's
+      -- lower TLP end (16 + lane), or later
+      n_end := 63;
+      if s_tvalid = '1' then
+        if s_side(REQ_SOP_HI_c) = '1' then
+          n_end := 16 + to_integer(unsigned(s_side(REQ_EOP_PTR_c+3 downto REQ_EOP_PTR_c)));
+        elsif s_tlast = '1' then
+          n_end := 16 + last_lane(s_tkeep);
+        end if;
       end if;
-      if sop_hi then
-        lo_end := to_integer(unsigned(s_side(REQ_EOP_PTR_c+3 downto REQ_EOP_PTR_c)));
-        hi_end := 16;
-        if s_tlast = '1' then
-          hi_end := last_lane(s_tkeep);
-        end if;
-      else
-        lo_end := 16;
-        if s_tlast = '1' then
-          lo_end := last_lane(s_tkeep);
-        end if;
-        hi_end := 16;
+      have_n := p.tlast = '1' or s_tvalid = '1';
+      w := s_tdata & p.data;
+      if p.tlast = '1' then
+        w(2*data_w_g-1 downto data_w_g) := (others => '0');
       end if;
 
-      -- the input beat as it leaves: per lane, the TLP it belongs to, moved down by its shift
-      o := (others => '0');
+      -- the held beat as it leaves: per lane, its TLP's dword from W, moved down by its offset
+      -- (0 or 8) and header shift (0 or 1)
+      h_lo := link_header(p.data(127 downto 0), req_id);
+      h_hi := link_header(p.data(383 downto 256), req_id);
+      if p.sop_hi = '1' then
+        lo_last := p.lo_end;
+        hi_last := n_end;
+        if p.tlast = '1' then
+          hi_last := p.last;
+        end if;
+      else
+        lo_last := n_end;
+        if p.tlast = '1' then
+          lo_last := p.last;
+        end if;
+        hi_last := 0;
+      end if;
+      out_d := (others => '0');
       valid := "00";
       sop := "00";
       eop := "00";
-      lo_gone := false;
       for i in 0 to LANES_c-1 loop
-        -- (every index below is fixed per lane: a multiplexer, not a shifter)
-        if sop_hi and i >= 8 then
-          sh := sh_hi; e := hi_end;
-          hd := lane(h_hi, i - 8);
-          is_hdr := i - 8 < 4 - sh_hi;
-        else
-          sh := sh_lo; e := lo_end;
-          hd := lane(h_lo, i);
-          is_hdr := lo_new and i < 4 - sh_lo;
-        end if;
-        if is_hdr then
-          o(32*i+31 downto 32*i) := hd;
-          valid(i / 8) := '1';
-        elsif i + sh <= 15 and i + sh <= e then
-          if sh = 1 then
-            o(32*i+31 downto 32*i) := lane(s_tdata, i + 1);
+        upper := p.sop_hi = '1' and (p.hi_off = '1' or i >= 8);
+        if upper then
+          o := 8 * to_integer(unsigned'('0' & p.hi_off));
+          sh := to_integer(unsigned'('0' & p.hi_sh));
+          lst := hi_last;
+          -- header dword i - 8 + o of the TLP that started in lane 8
+          if p.hi_off = '1' then
+            hd := lane(h_hi, i);
+            is_hdr := i < 4 - sh;
           else
-            o(32*i+31 downto 32*i) := lane(s_tdata, i);
+            hd := lane(h_hi, i - 8);
+            is_hdr := i - 8 < 4 - sh;
           end if;
+        else
+          o := 8 * to_integer(unsigned'('0' & p.lo_off));
+          sh := to_integer(unsigned'('0' & p.lo_sh));
+          lst := lo_last;
+          hd := lane(h_lo, i);
+          is_hdr := p.lo_new = '1' and i < 4 - sh;
+        end if;
+        src := i + o + sh;
+        if is_hdr then
+          out_d(32*i+31 downto 32*i) := hd;
           valid(i / 8) := '1';
-        elsif i = 15 and e = 16 then
-          valid(1) := '1';                           -- lane 15 follows with the next beat
+        elsif src <= lst then
+          case o + sh is
+            when 0 => out_d(32*i+31 downto 32*i) := lane(w, i);
+            when 1 => out_d(32*i+31 downto 32*i) := lane(w, i + 1);
+            when 8 => out_d(32*i+31 downto 32*i) := lane(w, i + 8);
+            when others => out_d(32*i+31 downto 32*i) := lane(w, i + 9);
+          end case;
+          valid(i / 8) := '1';
+        end if;
+        -- the TLP's last dword (for a read, the last of its header: the one a 3-dword header
+        -- drops stands at lst)
+        if (is_hdr or src <= lst) and src = lst then
+          eop(i / 8) := '1';
         end if;
       end loop;
-      if lo_new then
-        sop(0) := '1';
-      end if;
-      if sop_hi then
-        sop(1) := '1';
-      end if;
-      if lo_end < 16 then
-        last := lo_end - sh_lo;
-        if last < 0 then
-          lo_gone := true;                           -- it ended in lane 15 of the held beat
-        else
-          eop(last / 8) := '1';
-        end if;
-      end if;
-      if sop_hi and hi_end < 16 then
-        eop(1) := '1';
-      end if;
+      sop(0) := p.lo_new or (p.sop_hi and p.hi_off);
+      sop(1) := p.sop_hi and not p.hi_off;
 
       if q_in_ready = '1' then
-        if p.held = '1' and p.need = '0' then
-          -- a complete beat leaves; the input beat, if any, takes its place
-          q_in_valid <= '1';
-          q_in_data  <= seg_beat(p.data, (127 downto 0 => '0'), p.valid, p.sop, p.eop);
+        if p.held = '1' and have_n then
+          if valid /= "00" then
+            q_in_valid <= '1';
+            q_in_data  <= seg_beat(out_d, (127 downto 0 => '0'), valid, sop, eop);
+          end if;
           v.held := '0';
         end if;
-        if s_tvalid = '1' then
-          if p.held = '1' and p.need = '1' then
-            -- the held beat gets its lane 15, and its eop if the TLP ends there
-            q_in_valid <= '1';
-            q_in_data  <= seg_beat(s_tdata(31 downto 0) & p.data(data_w_g-33 downto 0),
-                                   (127 downto 0 => '0'), p.valid, p.sop,
-                                   p.eop or (to_sl(lo_gone) & '0'));
-          end if;
+        if s_tvalid = '1' and (p.held = '0' or have_n) then
+          -- the input beat is held until the next shows where its last TLP ends
           s_tready <= '1';
-          v.held   := to_sl(valid /= "00");
-          v.data   := o;
-          v.valid  := valid;
-          v.sop    := sop;
-          v.eop    := eop;
-          v.in_tlp := not s_tlast;
-          if sop_hi then
-            v.shift := to_sl(sh_hi = 1);
-          elsif lo_new then
-            v.shift := to_sl(sh_lo = 1);
+          v.held   := '1';
+          v.data   := s_tdata;
+          v.sop_hi := s_side(REQ_SOP_HI_c);
+          v.lo_end := to_integer(unsigned(s_side(REQ_EOP_PTR_c+3 downto REQ_EOP_PTR_c)));
+          v.tlast  := s_tlast;
+          v.last   := last_lane(s_tkeep);
+          v.lo_new := not p.in_tlp;
+          if p.in_tlp = '1' then
+            v.lo_off := p.off;
+            v.lo_sh  := p.sh;
+          else
+            v.lo_off := '0';
+            v.lo_sh  := three_dw(s_tdata(127 downto 0), req_id);
           end if;
-          v.need := not s_tlast and v.shift;
+          -- the TLP in lane 8 moves down when the lower one has nothing left for this output
+          -- beat: its last lane, less its offset and shift, falls before lane 0
+          x_lo_end := v.lo_end - 8 * to_integer(unsigned'('0' & v.lo_off)) -
+                      to_integer(unsigned'('0' & v.lo_sh));
+          v.hi_off := to_sl(x_lo_end < 0);
+          v.hi_sh  := three_dw(s_tdata(383 downto 256), req_id);
+          v.in_tlp := not s_tlast;
+          if s_side(REQ_SOP_HI_c) = '1' then
+            v.off := v.hi_off;
+            v.sh  := v.hi_sh;
+          else
+            v.off := v.lo_off;
+            v.sh  := v.lo_sh;
+          end if;
         end if;
       end if;
       p_next <= v;
