@@ -9,7 +9,8 @@
 --   interrupts    : irq_status / irq_enable out for the front end's interrupt logic, msi_vectors
 --                   in (CAPS.MSI_VECTORS: the count the host granted, 0 without MSI)
 --   user data     : s_axis_c2h_* in, m_axis_h2c_* out, as at mprace_dma_top
--- straddle_g (512 bits only): C2H writes may start in the second segment of a beat; set it when
+-- straddle_g (512 bits only): C2H writes may start in the second segment of a beat, and the
+-- request mux starts any packet there after one that ended in the first (pack_g); set it when
 -- the front end takes two TLPs per beat (UltraScale+ RQ straddling, the Intel adapters).
 -- Spec: docs/dma-engine.md (all sections); the register map is engine_spec_pkg.
 library ieee;
@@ -251,7 +252,8 @@ begin
       cpl_keep => cpl_keep);
 
   i_req : entity work.mprace_dma_req_mux
-    generic map (data_w_g => data_w_g, ports_g => PORTS_c, bulk_g => P_C2H_WR_c)
+    generic map (data_w_g => data_w_g, ports_g => PORTS_c, bulk_g => P_C2H_WR_c,
+                 pack_g => straddle_g and data_w_g = 512)
     port map (
       clk => clk, rst => rst,
       s_tdata => q_tdata, s_tkeep => q_tkeep, s_side => q_side, s_tlast => q_tlast,

@@ -7,7 +7,17 @@
 -- of bulk writes may hold two TLPs when they share a beat; so reads keep their share of the
 -- link. Blocks want every TLP in consecutive beats; the mux keeps a packet together and adds no
 -- gaps, so each input must deliver its packets without gaps, as all the engine's request
--- sources do. Data, keep and side bits pass unchanged.
+-- sources do. Data, keep and side bits pass unchanged, unless pack_g:
+-- pack_g (512 bits, a front end that takes a TLP in either 256-bit segment of a beat, as
+-- UltraScale+ RQ straddling and the Intel tiles do): where a packet ends before lane 8, the next
+-- packet (of any input, in the same order as without packing) starts in lane 8 of that beat,
+-- and the beats after it are formed eight lanes on (each of the upper half of one input beat
+-- and the lower half of the next) until a packet ends in an upper half. The output then uses
+-- every segment, as the write engine's own straddling does inside its packets: a read request
+-- or a record takes half a beat instead of a whole one. Output beats carry the side bits of
+-- mprace_dma_pkg for where they put the TLPs (a beat may now start two: a one-beat packet in
+-- lanes 0-7 and the next in lane 8), and `last` where a TLP ends in the upper half or before
+-- an empty one, so output packets need not match the input's.
 -- `s_sent(p)` pulses when the last beat of a packet of input p has been taken (m_tready): the
 -- engine increments HEAD only after the completion record has left in this way.
 -- Spec: docs/dma-engine.md (section 2: record after the data; section 4 step 5).
@@ -22,7 +32,8 @@ entity mprace_dma_req_mux is
   generic (
     data_w_g : positive := 256;   -- datapath: 256 or 512 bits
     ports_g  : positive := 5;
-    bulk_g   : integer := -1      -- the input served last (-1: none)
+    bulk_g   : integer := -1;     -- the input served last (-1: none)
+    pack_g   : boolean := false   -- 512 bits: packets may start in lane 8 (above)
   );
   port (
     clk            : in  std_logic;
@@ -48,8 +59,9 @@ architecture rtl of mprace_dma_req_mux is
 
   constant DATA_W_c : natural := data_w_g;
   constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
+  constant HALF_c   : natural := LANES_c / 2;
+  constant PACK_c   : boolean := pack_g and LANES_c = 16;
 
-  constant SEL_W_c : natural := log2ceil(ports_g + 1);
   constant HAS_BULK_c : boolean := bulk_g >= 0 and bulk_g < ports_g;
   function bulk_port return natural is
   begin
@@ -59,16 +71,33 @@ architecture rtl of mprace_dma_req_mux is
     return 0;
   end function;
   constant BULK_c : natural := bulk_port;
-  constant ENT_W_c : natural := DATA_W_c + LANES_c + REQ_SIDE_W_c + 1 + SEL_W_c;
+  -- a queue entry: the beat, and the inputs whose packets end in it (for s_sent)
+  constant ENT_W_c : natural := DATA_W_c + LANES_c + REQ_SIDE_W_c + 1 + ports_g;
+
+  -- half a beat (packing): its lanes, and whether a TLP starts at its lane 0 or ends in it
+  type half_r is record
+    data  : std_logic_vector(DATA_W_c/2-1 downto 0);
+    keep  : std_logic_vector(HALF_c-1 downto 0);
+    valid : std_logic;
+    sop   : std_logic;
+    eop   : std_logic;
+    ptr   : natural range 0 to HALF_c-1;      -- the lane where it ends
+    ends  : std_logic_vector(ports_g-1 downto 0);   -- packets ending in it
+  end record;
+  constant HALF_NONE_c : half_r := (data => (others => '0'), keep => (others => '0'),
+    valid => '0', sop => '0', eop => '0', ptr => 0, ends => (others => '0'));
 
   type two_process_r is record
     locked : std_logic;                     -- inside a packet of port `sel`
     sel    : natural range 0 to ports_g-1;
     last   : natural range 0 to ports_g-1;  -- port granted most recently (round-robin)
     sent   : std_logic_vector(ports_g-1 downto 0);
+    off    : std_logic;                     -- packing: output eight lanes on, `carry` waits
+    carry  : half_r;                        -- the upper half of the input beat before
   end record;
   constant R_INIT_c : two_process_r := (locked => '0', sel => 0, last => ports_g-1,
-                                        sent => (others => '0'));
+                                        sent => (others => '0'), off => '0',
+                                        carry => HALF_NONE_c);
 
   signal r, r_next   : two_process_r := R_INIT_c;
   signal f_in_valid  : std_logic;
@@ -78,6 +107,93 @@ architecture rtl of mprace_dma_req_mux is
   signal f_out_data  : std_logic_vector(ENT_W_c-1 downto 0);
   signal grant       : natural range 0 to ports_g-1;
   signal have        : std_logic;
+  signal mate        : natural range 0 to ports_g-1;   -- packing: the packet after grant's
+  signal have_mate   : std_logic;
+
+  -- the last lane with keep set
+  function last_lane(keep : std_logic_vector) return natural is
+    variable n : natural := 0;
+  begin
+    for k in 0 to keep'length-1 loop
+      if keep(keep'low+k) = '1' then
+        n := k;
+      end if;
+    end loop;
+    return n;
+  end function;
+
+  function onehot(k : natural) return std_logic_vector is
+    variable v : std_logic_vector(ports_g-1 downto 0) := (others => '0');
+  begin
+    v(k) := '1';
+    return v;
+  end function;
+
+  -- the two halves of input beat k; `first`: it starts a packet
+  function lower(data : std_logic_vector; keep : std_logic_vector; side : std_logic_vector;
+                 tlast : std_logic; first : std_logic; k : natural) return half_r is
+    variable h : half_r;
+  begin
+    h.data  := data(DATA_W_c/2-1 downto 0);
+    h.keep  := keep(HALF_c-1 downto 0);
+    h.valid := keep(0);
+    h.sop   := first;
+    h.eop   := side(REQ_EOP_MID_c) or (tlast and not keep(HALF_c));
+    if side(REQ_EOP_MID_c) = '1' then
+      h.ptr := to_integer(unsigned(side(REQ_EOP_PTR_c+2 downto REQ_EOP_PTR_c)));
+    else
+      h.ptr := last_lane(keep(HALF_c-1 downto 0));
+    end if;
+    h.ends  := (others => '0');
+    if tlast = '1' and keep(HALF_c) = '0' then
+      h.ends := onehot(k);
+    end if;
+    return h;
+  end function;
+
+  function upper(data : std_logic_vector; keep : std_logic_vector; side : std_logic_vector;
+                 tlast : std_logic; k : natural) return half_r is
+    variable h : half_r;
+  begin
+    h.data  := data(DATA_W_c-1 downto DATA_W_c/2);
+    h.keep  := keep(LANES_c-1 downto HALF_c);
+    h.valid := keep(HALF_c);
+    h.sop   := side(REQ_SOP_HI_c);
+    h.eop   := tlast and keep(HALF_c);
+    h.ptr   := last_lane(keep(LANES_c-1 downto HALF_c));
+    h.ends  := (others => '0');
+    if tlast = '1' and keep(HALF_c) = '1' then
+      h.ends := onehot(k);
+    end if;
+    return h;
+  end function;
+
+  -- an output beat of two halves, as a queue entry: a TLP starting in the upper half follows
+  -- one that ended in the lower (side bits), and `last` where the upper half ends a TLP or is
+  -- empty
+  function join(lo, hi : half_r) return std_logic_vector is
+    variable side : std_logic_vector(REQ_SIDE_W_c-1 downto 0) := (others => '0');
+    variable keep : std_logic_vector(HALF_c-1 downto 0) := (others => '0');
+    variable last : std_logic;
+  begin
+    if hi.valid = '1' then
+      keep := hi.keep;
+    end if;
+    if hi.valid = '1' and hi.sop = '1' then
+      side(REQ_SOP_HI_c)  := '1';
+      side(REQ_EOP_MID_c) := '1';
+      side(REQ_EOP_PTR_c+3 downto REQ_EOP_PTR_c) := std_logic_vector(to_unsigned(lo.ptr, 4));
+    end if;
+    last := (hi.valid and hi.eop) or (not hi.valid and lo.eop);
+    return hi.data & lo.data & keep & lo.keep & side & last & (lo.ends or hi.ends);
+  end function;
+
+  -- input k's beat, whole, as a queue entry
+  function beat_of(k : natural; data, keep, side : std_logic_vector; tlast : std_logic;
+                   sel : std_logic_vector) return std_logic_vector is
+  begin
+    return data & keep & side & tlast & sel;
+  end function;
 
 begin
 
@@ -112,46 +228,130 @@ begin
     have  <= h;
   end process;
 
+  -- packing: the packet that would be granted after grant's, from another port
+  p_mate : process(all)
+    variable g : natural range 0 to ports_g-1;
+    variable h : std_logic;
+    variable p : natural range 0 to 2*ports_g-1;
+  begin
+    g := 0;
+    h := '0';
+    if PACK_c then
+      for k in 1 to ports_g-1 loop
+        p := grant + k;
+        if p >= ports_g then
+          p := p - ports_g;
+        end if;
+        if h = '0' and s_tvalid(p) = '1' and not (HAS_BULK_c and p = BULK_c) then
+          g := p;
+          h := '1';
+        end if;
+      end loop;
+      if h = '0' and HAS_BULK_c and grant /= BULK_c and s_tvalid(BULK_c) = '1' then
+        g := BULK_c;
+        h := '1';
+      end if;
+    end if;
+    mate      <= g;
+    have_mate <= h;
+  end process;
+
   p_comb : process(all)
-    variable v : two_process_r;
+    variable v      : two_process_r;
+    variable d, md  : std_logic_vector(DATA_W_c-1 downto 0);
+    variable kp, mk : std_logic_vector(LANES_c-1 downto 0);
+    variable sd, ms : std_logic_vector(REQ_SIDE_W_c-1 downto 0);
+    variable tl, ml : std_logic;
+    variable lo, hi : half_r;
+    variable mlo, mhi : half_r;
   begin
     v := r;
     v.sent := (others => '0');
-    if have = '1' and f_in_ready = '1' then
-      v.sel  := grant;
-      v.last := grant;
-      v.locked := not s_tlast(grant);
-    end if;
-    -- report packets the core has taken
-    if f_out_valid = '1' and m_tready = '1' and f_out_data(SEL_W_c) = '1' then
-      v.sent(to_integer(unsigned(f_out_data(SEL_W_c-1 downto 0)))) := '1';
-    end if;
-    r_next <= v;
-  end process;
+    s_tready   <= (others => '0');
+    f_in_valid <= '0';
 
-  p_ready : process(all)
-  begin
-    s_tready <= (others => '0');
-    s_tready(grant) <= have and f_in_ready;
-  end process;
-
-  f_in_valid <= have;
-
-  -- one slice per input and a plain select (an index into the concatenation would make a
-  -- shifter of the whole input vector in synthesis)
-  p_data : process(all)
-    variable d : std_logic_vector(ENT_W_c-1 downto 0);
-  begin
-    d := (others => '0');
+    -- the granted beat and the mate's (one slice per input and a plain select: an index into
+    -- the concatenation would make a shifter of the whole input vector in synthesis)
+    d := (others => '0'); kp := (others => '0'); sd := (others => '0'); tl := '0';
+    md := (others => '0'); mk := (others => '0'); ms := (others => '0'); ml := '0';
     for k in 0 to ports_g-1 loop
       if grant = k then
-        d := s_tdata(k*DATA_W_c+DATA_W_c-1 downto k*DATA_W_c) &
-             s_tkeep(k*LANES_c+LANES_c-1 downto k*LANES_c) &
-             s_side(k*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto k*REQ_SIDE_W_c) &
-             s_tlast(k) & std_logic_vector(to_unsigned(k, SEL_W_c));
+        d  := s_tdata(k*DATA_W_c+DATA_W_c-1 downto k*DATA_W_c);
+        kp := s_tkeep(k*LANES_c+LANES_c-1 downto k*LANES_c);
+        sd := s_side(k*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto k*REQ_SIDE_W_c);
+        tl := s_tlast(k);
+      end if;
+      if PACK_c and mate = k then
+        md := s_tdata(k*DATA_W_c+DATA_W_c-1 downto k*DATA_W_c);
+        mk := s_tkeep(k*LANES_c+LANES_c-1 downto k*LANES_c);
+        ms := s_side(k*REQ_SIDE_W_c+REQ_SIDE_W_c-1 downto k*REQ_SIDE_W_c);
+        ml := s_tlast(k);
       end if;
     end loop;
-    f_in_data <= d;
+    f_in_data <= beat_of(grant, d, kp, sd, tl, onehot(grant) and (ports_g-1 downto 0 => tl));
+
+    if not PACK_c then
+      if have = '1' and f_in_ready = '1' then
+        f_in_valid <= '1';
+        s_tready(grant) <= '1';
+        v.sel    := grant;
+        v.last   := grant;
+        v.locked := not tl;
+      end if;
+    else
+      lo  := lower(d, kp, sd, tl, not r.locked, grant);
+      hi  := upper(d, kp, sd, tl, grant);
+      mlo := lower(md, mk, ms, ml, '1', mate);
+      mhi := upper(md, mk, ms, ml, mate);
+      if f_in_ready = '1' then
+        if r.off = '0' then
+          if have = '1' and have_mate = '1' and tl = '1' and hi.valid = '0' then
+            -- grant's packet ends before lane 8: the mate's starts in lane 8
+            f_in_valid <= '1';
+            f_in_data  <= join(lo, mlo);
+            s_tready(grant) <= '1';
+            s_tready(mate)  <= '1';
+            v.sel    := mate;
+            v.last   := mate;
+            v.locked := not ml;
+            v.off    := mhi.valid;
+            v.carry  := mhi;
+          elsif have = '1' then
+            f_in_valid <= '1';
+            s_tready(grant) <= '1';
+            v.sel    := grant;
+            v.last   := grant;
+            v.locked := not tl;
+          end if;
+        else
+          if have = '1' and (r.carry.ends and lo.ends) = (ports_g-1 downto 0 => '0') then
+            -- the carried upper half, then this beat's lower half (the same packet going on,
+            -- or the next one starting in lane 8 after the end of the last; not a packet that
+            -- ends there of the input whose packet ends in the carry: one s_sent pulse each)
+            f_in_valid <= '1';
+            f_in_data  <= join(r.carry, lo);
+            s_tready(grant) <= '1';
+            v.sel    := grant;
+            v.last   := grant;
+            v.locked := not tl;
+            v.off    := hi.valid;
+            v.carry  := hi;
+          elsif r.locked = '0' then
+            -- no packet (that may) follow the end in the carried half: it leaves alone
+            f_in_valid <= '1';
+            f_in_data  <= join(r.carry, HALF_NONE_c);
+            v.off      := '0';
+            v.carry    := HALF_NONE_c;
+          end if;
+        end if;
+      end if;
+    end if;
+
+    -- report packets the core has taken
+    if f_out_valid = '1' and m_tready = '1' then
+      v.sent := f_out_data(ports_g-1 downto 0);
+    end if;
+    r_next <= v;
   end process;
 
   i_fifo : entity work.mprace_fifo
@@ -164,10 +364,10 @@ begin
 
   m_tdata  <= f_out_data(ENT_W_c-1 downto ENT_W_c-DATA_W_c);
   m_tkeep  <= f_out_data(ENT_W_c-DATA_W_c-1 downto ENT_W_c-DATA_W_c-LANES_c);
-  m_side  <= f_out_data(REQ_SIDE_W_c+SEL_W_c downto SEL_W_c+1);
-  m_tlast  <= f_out_data(SEL_W_c);
+  m_side   <= f_out_data(REQ_SIDE_W_c+ports_g downto ports_g+1);
+  m_tlast  <= f_out_data(ports_g);
   m_tvalid <= f_out_valid;
-  s_sent           <= r.sent;
+  s_sent   <= r.sent;
 
   p_seq : process(clk)
   begin
@@ -177,6 +377,7 @@ begin
         r.locked <= '0';
         r.last   <= ports_g-1;
         r.sent   <= (others => '0');
+        r.off    <= '0';
       end if;
     end if;
   end process;

@@ -17,7 +17,10 @@
 --   * At 512 bits the input may pack two TLPs into a beat (the core's straddle_g: one ends
 --     before lane 8, the next starts in lane 8, as the side bits say). On the P-tile the second
 --     goes in the same clock when it only fills hold and the first leaves nothing over, else in
---     the next clock, and every TLP starts in segment 0.
+--     the next clock, and every TLP starts in segment 0. A second TLP that ends in the beat (a
+--     read request or record the request mux packed there) is taken at once and leaves in the
+--     next clock, as the rest of a TLP does (flush), beside the next TLP's first beat, which
+--     only fills hold; so is one that only fills hold behind a first TLP that leaves whole.
 --   * H-tile at 512 bits: every TLP keeps the place it has on the input (lane 0 or lane 8, that
 --     is segment 0 or 1), its 3-dword header and payload closing up behind it, so the output
 --     needs no more beats than the input: 4.5 beats per 256-byte write instead of 5. Output
@@ -187,6 +190,13 @@ begin
     variable rest    : lanes_t;
     variable eop     : std_logic;
     variable only_holds : boolean;
+    -- the P-tile: a TLP in lane 8 of a beat whose lower TLP starts there too (the request mux
+    -- packs a one-beat packet and the next): its header and what it puts in hold
+    variable u_h     : std_logic_vector(127 downto 0);
+    variable u_d     : std_logic_vector(data_w_g-1 downto 0);
+    variable u_cnt   : lanes_t;
+    variable u_holds : boolean;        -- it only fills hold
+    variable u_ends  : boolean;        -- it ends in this beat
 
     -- a TLP's first beat that only fills hold: taken, with its header
     procedure hold_first_beat is
@@ -250,6 +260,16 @@ begin
     -- ... which only fills hold: it may enter while the TLP before it flushes
     only_holds := not fb_ends and cnt < LANES_c;
 
+    u_h := link_header(s_tdata(data_w_g/2+127 downto data_w_g/2), req_id);
+    u_d := (others => '0');
+    u_d(data_w_g/2-129 downto 0) := s_tdata(data_w_g-1 downto data_w_g/2+128);
+    u_cnt := 0;
+    if count_ones(s_tkeep(LANES_c-1 downto LANES_c/2)) > HDR_SLOT_DW_c then
+      u_cnt := count_ones(s_tkeep(LANES_c-1 downto LANES_c/2)) - HDR_SLOT_DW_c;
+    end if;
+    u_holds := hdr_bus_g and sop_hi and s_tlast = '0';
+    u_ends  := hdr_bus_g and sop_hi and s_tlast = '1';
+
     if q_in_ready = '1' then
       if r.flush = '1' then
         -- the TLP's last dwords, held from its last input beat
@@ -274,7 +294,25 @@ begin
             v.held   := 0;
             v.first  := '0';
             v.in_tlp := to_sl(not fb_ends);
-            if sop_hi then
+            if u_holds then
+              -- the TLP in lane 8 only fills hold: it goes in this clock
+              s_tready <= '1';
+              v.upper  := '0';
+              v.hdr    := u_h;
+              v.hold   := u_d;
+              v.held   := u_cnt;
+              v.first  := '1';
+              v.in_tlp := '1';
+            elsif u_ends then
+              -- ... or ends here: it leaves in the next clock, as a flush
+              s_tready <= '1';
+              v.upper  := '0';
+              v.hdr    := u_h;
+              v.hold   := u_d;
+              v.held   := u_cnt;
+              v.first  := '1';
+              v.flush  := '1';
+            elsif sop_hi then
               v.upper := '1';
             else
               s_tready <= '1';
@@ -307,6 +345,16 @@ begin
           if sop_hi and rest = 0 and only_holds then
             -- the next TLP starts in lane 8 and only fills hold: it goes in this clock
             hold_first_beat;
+          elsif sop_hi and rest = 0 and hdr_bus_g and fb_ends then
+            -- ... or ends here (a read request or a record packed behind a write): it leaves
+            -- in the next clock, as a flush, while the next input beat may fill hold
+            s_tready <= '1';
+            v.upper  := '0';
+            v.hdr    := h;
+            v.hold   := d;
+            v.held   := cnt;
+            v.first  := '1';
+            v.flush  := '1';
           elsif sop_hi then
             v.upper := '1';                      -- it goes in the next clock
           else

@@ -4,8 +4,8 @@
 -- mode). Each header becomes the RQ descriptor in the same four lanes, so the payload stays where
 -- it is, and its byte enables move to the sideband: at 256 bits (PG156) first/last byte enables
 -- in 3:0 / 7:4 on every beat of the TLP; at 512 bits UltraScale+'s layout (PG213): the byte
--- enables of the TLP starting in the beat in 3:0 and 11:8, is_sop(0) with is_sop0_ptr (lane 0,
--- or lane 8 when it straddles), and one or two TLP ends (is_eop, with each one's last lane in
+-- enables of the TLPs starting in the beat in 3:0 / 11:8 and 7:4 / 15:12, is_sop with
+-- is_sop0_ptr / is_sop1_ptr (lane 0, or lane 8 when it straddles), and one or two TLP ends (is_eop, with each one's last lane in
 -- is_eop0_ptr / is_eop1_ptr), from the stream's side bits and keep.
 -- Combinational but for one flag (inside a packet) and, at 256 bits, the byte enables of the
 -- TLP in progress: it adds no clock and no bubble.
@@ -91,10 +91,17 @@ begin
       end if;
       if s_side(REQ_SOP_HI_c) = '1' then
         hh := s_tdata(32*HALF_c+127 downto 32*HALF_c);
-        u(3 downto 0)  := tlp_first_be(hh);
-        u(11 downto 8) := tlp_last_be(hh);
-        u(20) := '1';
-        u(23 downto 22) := "10";                          -- is_sop0_ptr: lane 8
+        if mid = '0' then                                 -- the second TLP starting here
+          u(7 downto 4)   := tlp_first_be(hh);
+          u(15 downto 12) := tlp_last_be(hh);
+          u(21) := '1';                                   -- is_sop(1)
+          u(25 downto 24) := "10";                        -- is_sop1_ptr: lane 8
+        else                                              -- the only one
+          u(3 downto 0)  := tlp_first_be(hh);
+          u(11 downto 8) := tlp_last_be(hh);
+          u(20) := '1';
+          u(23 downto 22) := "10";                        -- is_sop0_ptr: lane 8
+        end if;
       end if;
       n := 0;
       for l in 0 to LANES_c-1 loop                        -- the last lane with data

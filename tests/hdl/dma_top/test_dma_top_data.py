@@ -263,17 +263,20 @@ def link_limits(tb, mps, mrrs, addr64=False):
         unit, hdr_wr, hdr_cpl = (tb.beat_bytes // 2 if tb.straddle else tb.beat_bytes), 16, 12
     beats_wr = -(-(hdr_wr + mps) // unit) * unit / tb.beat_bytes
     beats_cpl = -(-(hdr_cpl + mps) // unit) * unit / tb.beat_bytes
-    # both directions at once: the writes share RQ with one read request (one beat) per MRRS
-    req_beats = 32 / tb.beat_bytes if tb.intel else 1     # a read request: one segment or beat
+    # both directions at once: the writes share RQ with one read request per MRRS, which
+    # takes a 256-bit segment where the front end takes a TLP in either segment (the request
+    # mux packs it there: the Intel tiles, UltraScale+ with straddling), else a beat
+    req_beats = (32 if tb.intel or tb.straddle else tb.beat_bytes) / tb.beat_bytes
     both = 1 / (beats_wr / mps + req_beats / mrrs) / tb.clk_ns
     return dict(link=link, rq=mps / (beats_wr * tb.clk_ns), rc=mps / (beats_cpl * tb.clk_ns), rq_both=both,
-                beats_wr=beats_wr)
+                beats_wr=beats_wr, beats_rd=req_beats)
 
 
 def rq_busy(lim, mps, mrrs, c2h_bytes, h2c_bytes, ns, clk_ns):
     """The share of RQ's clocks (of clk_ns) in ns that C2H's writes and H2C's read requests (one
-    beat per MRRS) of these sizes take: with both directions streaming, RQ is what they share."""
-    return (c2h_bytes * lim["beats_wr"] / mps + h2c_bytes / mrrs) * clk_ns / ns
+    per MRRS, beats_rd beats each) of these sizes take: with both directions streaming, RQ is
+    what they share."""
+    return (c2h_bytes * lim["beats_wr"] / mps + h2c_bytes * lim["beats_rd"] / mrrs) * clk_ns / ns
 
 
 @cocotb.test()

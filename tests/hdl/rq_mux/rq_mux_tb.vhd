@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: GPL-2.0
 -- rq_mux_tb: the request path of the Xilinx top: mprace_dma_req_mux with three inputs on separate
 -- ports, so that cocotbext-axi sources can drive them (the mux takes its inputs concatenated),
--- and the RQ adapter mprace_pcie_us_rq behind it.
+-- and the RQ adapter mprace_pcie_us_rq behind it; pack_g as at the mux (512 bits).
 library ieee;
 use ieee.std_logic_1164.all;
 
@@ -10,7 +10,7 @@ use work.mprace_dma_pkg.all;
 use work.mprace_pcie_us_pkg.all;
 
 entity rq_mux_tb is
-  generic (data_w_g : positive := 256; bulk_g : integer := 0);
+  generic (data_w_g : positive := 256; bulk_g : integer := 0; pack_g : boolean := false);
   port (
     clk, rst : in std_logic;
     s0_axis_tdata, s1_axis_tdata, s2_axis_tdata : in  std_logic_vector(data_w_g-1 downto 0);
@@ -37,7 +37,7 @@ architecture wrap of rq_mux_tb is
   signal req_tlast, req_tvalid, req_tready : std_logic;
 begin
   i_mux : entity work.mprace_dma_req_mux
-    generic map (data_w_g => data_w_g, ports_g => 3, bulk_g => bulk_g)
+    generic map (data_w_g => data_w_g, ports_g => 3, bulk_g => bulk_g, pack_g => pack_g)
     port map (
       clk => clk, rst => rst,
       s_tdata  => s2_axis_tdata & s1_axis_tdata & s0_axis_tdata,

@@ -8,7 +8,14 @@ the same request (PG156) and the payload unchanged,
 in order per input, and be reported sent. Inputs deliver each packet without gaps, as the engine's request sources do (the mux
 passes gaps through: the core forbids them, so the sources must not make any). Input 0 is the
 bulk input (bulk_g, the engine's C2H writes): no packet of it may start while a packet of
-another input waits."""
+another input waits.
+
+With packing (pack_g, 512 bits) a packet may start in lane 8 of the beat where the one before
+ended: the RQ output is then taken apart by its sideband (PG213: is_sop / is_eop and their
+pointers, the byte enables of each TLP starting in the beat) instead of by tlast, every TLP
+must still come out whole and unchanged, and some must have started in lane 8 of a beat that
+started another (two TLPs begun in one beat) or with no payload in lane 8 (a read request packed
+behind another TLP)."""
 import random
 from pathlib import Path
 
@@ -122,11 +129,20 @@ async def random_packets(dut):
     for p in range(PORTS):
         cocotb.start_soon(feed(p))
     received = [[] for _ in range(PORTS)]
-    for _ in range(PORTS * count):
-        frame = await sink.recv()
-        users = frame.tuser if isinstance(frame.tuser, list) else [frame.tuser]
-        p = (frame.tdata[3] & 0xFF) >> 5            # the tag, in the RQ descriptor
-        received[p].append((list(frame.tdata), (users[0], users[-1])))
+    packed = env_int("MPRACE_PACK", 0)
+    if packed:
+        tlps, starts = await straddled_tlps(dut, PORTS * count)
+        for words, be in tlps:
+            received[(words[3] & 0xFF) >> 5].append((words, be))
+        expected = [[(w, (u[0] & 0xF | (u[0] >> 8 & 0xF) << 4)) for w, u in e] for e in expected]
+        assert starts["two"] > 0 and starts["header_hi"] > 0, \
+            f"nothing packed into the upper half: {starts}"
+    else:
+        for _ in range(PORTS * count):
+            frame = await sink.recv()
+            users = frame.tuser if isinstance(frame.tuser, list) else [frame.tuser]
+            p = (frame.tdata[3] & 0xFF) >> 5            # the tag, in the RQ descriptor
+            received[p].append((list(frame.tdata), (users[0], users[-1])))
     await Timer(100, "ns")
     for p in range(PORTS):
         bad = [k for k, (r, e) in enumerate(zip(received[p], expected[p])) if r != e]
@@ -136,13 +152,48 @@ async def random_packets(dut):
         assert sent[p] == count, f"input {p}: {sent[p]} sent pulses for {count} packets"
     assert not mon.errors, mon.errors[:3]
     assert not overtaken, f"bulk packets started while another input waited: {overtaken[:3]}"
-    assert mon.packets == PORTS * count
+    if not packed:
+        assert mon.packets == PORTS * count
 
 
-@pytest.mark.parametrize("width", [256, 512], ids=lambda w: f"w{w}")
+async def straddled_tlps(dut, n):
+    """The first n TLPs on the 512-bit RQ interface, taken apart by the sideband (PG213):
+    [(dwords, last_be << 4 | first_be)], and how often a beat began two TLPs ("two") or a TLP
+    without payload began in lane 8 ("header_hi")."""
+    tlps, cur, starts = [], None, dict(two=0, header_hi=0)
+    while len(tlps) < n:
+        await RisingEdge(dut.clk)
+        if not (dut.m_axis_rq_tvalid.value == 1 and dut.m_axis_rq_tready.value == 1):
+            continue
+        data, keep = int(dut.m_axis_rq_tdata.value), int(dut.m_axis_rq_tkeep.value)
+        user = int(dut.m_axis_rq_tuser.value)
+        sops = [((user >> (22 + 2 * k)) & 3) * 4 for k in range(2) if user >> (20 + k) & 1]
+        eops = [(user >> (28 + 4 * k)) & 0xF for k in range(2) if user >> (26 + k) & 1]
+        bes = {lane: (user >> (4 * k) & 0xF) | (user >> (8 + 4 * k) & 0xF) << 4
+               for k, lane in enumerate(sops)}
+        if len(sops) == 2:
+            starts["two"] += 1
+        for lane in range(16):
+            if lane in sops:
+                assert cur is None, f"a TLP starts in lane {lane} before the last one ended"
+                cur = ([], bes[lane])
+                if lane == 8 and (data >> (32 * 10 + 11) & 1) == 0:   # descriptor: no payload
+                    starts["header_hi"] += 1
+            if cur is not None and keep >> lane & 1:
+                cur[0].append(data >> (32 * lane) & 0xFFFFFFFF)
+            if lane in eops:
+                assert cur is not None, f"a TLP ends in lane {lane} without a start"
+                tlps.append(cur)
+                cur = None
+    return tlps, starts
+
+
+@pytest.mark.parametrize("width", [256, 512, "512p"], ids=lambda w: f"w{w}")
 @pytest.mark.parametrize("busy", [0, 30, 70])
 def test_rq_mux(busy, width):
+    pack = width == "512p"
+    bits = 512 if pack else width
     rtl_build.run("rq_mux_tb", "test_rq_mux", "random_packets", f"rq_mux_{busy}_w{width}",
-                   parameters={"data_w_g": width},
-                   env={"MPRACE_SEED": busy + 1, "MPRACE_BUSY": busy},
+                   parameters={"data_w_g": bits, "pack_g": "true" if pack else "false"},
+                   env={"MPRACE_SEED": busy + 1, "MPRACE_BUSY": busy, "MPRACE_PACK": int(pack)},
                    extra_sources=[Path(__file__).parent / "rq_mux_tb.vhd"])
