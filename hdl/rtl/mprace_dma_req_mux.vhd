@@ -110,6 +110,27 @@ architecture rtl of mprace_dma_req_mux is
   signal mate        : natural range 0 to ports_g-1;   -- packing: the packet after grant's
   signal have_mate   : std_logic;
 
+  -- the first input after `prev` (round-robin) that offers a packet, the bulk input only when
+  -- no other does; ports_g: none. not_prev: not `prev` itself
+  function pick(prev : natural; valid : std_logic_vector(ports_g-1 downto 0);
+                not_prev : boolean) return natural is
+    variable p : natural range 0 to 2*ports_g-1;
+  begin
+    for k in 1 to ports_g loop
+      p := prev + k;                      -- (prev + k) mod ports_g without a divider
+      if p >= ports_g then
+        p := p - ports_g;
+      end if;
+      if valid(p) = '1' and not (HAS_BULK_c and p = BULK_c) and not (not_prev and p = prev) then
+        return p;
+      end if;
+    end loop;
+    if HAS_BULK_c and valid(BULK_c) = '1' and not (not_prev and BULK_c = prev) then
+      return BULK_c;
+    end if;
+    return ports_g;
+  end function;
+
   -- the last lane with keep set
   function last_lane(keep : std_logic_vector) return natural is
     variable n : natural := 0;
@@ -197,63 +218,39 @@ architecture rtl of mprace_dma_req_mux is
 
 begin
 
-  -- pick the next port after the last one granted that has a beat to offer
+  -- the granted input: the one in a packet, else the next after the last one granted that
+  -- offers a packet
   p_grant : process(all)
-    variable g : natural range 0 to ports_g-1;
-    variable h : std_logic;
-    variable p : natural range 0 to 2*ports_g-1;
+    variable g : natural range 0 to ports_g;
   begin
-    g := r.sel;
-    h := '0';
     if r.locked = '1' then
-      h := s_tvalid(r.sel);
+      grant <= r.sel;
+      have  <= s_tvalid(r.sel);
     else
-      for k in 1 to ports_g loop
-        -- (last + k) mod ports_g without a divider
-        p := r.last + k;
-        if p >= ports_g then
-          p := p - ports_g;
-        end if;
-        if h = '0' and s_tvalid(p) = '1' and not (HAS_BULK_c and p = BULK_c) then
-          g := p;
-          h := '1';
-        end if;
-      end loop;
-      if h = '0' and HAS_BULK_c and s_tvalid(BULK_c) = '1' then
-        g := BULK_c;
-        h := '1';
+      g := pick(r.last, s_tvalid, false);
+      grant <= 0;
+      have  <= '0';
+      if g < ports_g then
+        grant <= g;
+        have  <= '1';
       end if;
     end if;
-    grant <= g;
-    have  <= h;
   end process;
 
-  -- packing: the packet that would be granted after grant's, from another port
+  -- packing: the packet that would be granted after grant's, from another input
   p_mate : process(all)
-    variable g : natural range 0 to ports_g-1;
-    variable h : std_logic;
-    variable p : natural range 0 to 2*ports_g-1;
+    variable g : natural range 0 to ports_g;
   begin
-    g := 0;
-    h := '0';
+    g := ports_g;
     if PACK_c then
-      for k in 1 to ports_g-1 loop
-        p := grant + k;
-        if p >= ports_g then
-          p := p - ports_g;
-        end if;
-        if h = '0' and s_tvalid(p) = '1' and not (HAS_BULK_c and p = BULK_c) then
-          g := p;
-          h := '1';
-        end if;
-      end loop;
-      if h = '0' and HAS_BULK_c and grant /= BULK_c and s_tvalid(BULK_c) = '1' then
-        g := BULK_c;
-        h := '1';
-      end if;
+      g := pick(grant, s_tvalid, true);
     end if;
-    mate      <= g;
-    have_mate <= h;
+    mate      <= 0;
+    have_mate <= '0';
+    if g < ports_g then
+      mate      <= g;
+      have_mate <= '1';
+    end if;
   end process;
 
   p_comb : process(all)

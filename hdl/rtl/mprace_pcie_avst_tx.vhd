@@ -198,16 +198,25 @@ begin
     variable u_holds : boolean;        -- it only fills hold
     variable u_ends  : boolean;        -- it ends in this beat
 
-    -- a TLP's first beat that only fills hold: taken, with its header
-    procedure hold_first_beat is
+    -- a TLP's first beat that only goes into hold, taken with its header: the TLP goes on in
+    -- the next input beat, or (ends) it leaves in the next clock as a flush
+    procedure take_first_beat(hdr : std_logic_vector(127 downto 0);
+                              data : std_logic_vector(data_w_g-1 downto 0); lanes : lanes_t;
+                              ends : boolean) is
     begin
       s_tready <= '1';
       v.upper  := '0';
-      v.hdr    := h;
-      v.hold   := d;
-      v.held   := cnt;
+      v.hdr    := hdr;
+      v.hold   := data;
+      v.held   := lanes;
       v.first  := '1';
-      v.in_tlp := '1';
+      v.in_tlp := to_sl(not ends);
+      v.flush  := to_sl(ends);
+    end procedure;
+
+    procedure hold_first_beat is
+    begin
+      take_first_beat(h, d, cnt, false);
     end procedure;
   begin
     v := r;
@@ -288,30 +297,15 @@ begin
             hold_first_beat;
           else
             -- the whole TLP, or a 4-dword header with a full beat of data, leaves at once;
-            -- a TLP starting in lane 8 after it waits for the next clock
+            -- a TLP starting in lane 8 after it goes in this clock where it only fills hold
+            -- or ends (P-tile), else in the next
             q_in_valid <= '1';
             q_in_data  <= beat(d, h, '1', cnt, to_sl(fb_ends));
             v.held   := 0;
             v.first  := '0';
             v.in_tlp := to_sl(not fb_ends);
-            if u_holds then
-              -- the TLP in lane 8 only fills hold: it goes in this clock
-              s_tready <= '1';
-              v.upper  := '0';
-              v.hdr    := u_h;
-              v.hold   := u_d;
-              v.held   := u_cnt;
-              v.first  := '1';
-              v.in_tlp := '1';
-            elsif u_ends then
-              -- ... or ends here: it leaves in the next clock, as a flush
-              s_tready <= '1';
-              v.upper  := '0';
-              v.hdr    := u_h;
-              v.hold   := u_d;
-              v.held   := u_cnt;
-              v.first  := '1';
-              v.flush  := '1';
+            if u_holds or u_ends then
+              take_first_beat(u_h, u_d, u_cnt, u_ends);
             elsif sop_hi then
               v.upper := '1';
             else
@@ -348,13 +342,7 @@ begin
           elsif sop_hi and rest = 0 and hdr_bus_g and fb_ends then
             -- ... or ends here (a read request or a record packed behind a write): it leaves
             -- in the next clock, as a flush, while the next input beat may fill hold
-            s_tready <= '1';
-            v.upper  := '0';
-            v.hdr    := h;
-            v.hold   := d;
-            v.held   := cnt;
-            v.first  := '1';
-            v.flush  := '1';
+            take_first_beat(h, d, cnt, true);
           elsif sop_hi then
             v.upper := '1';                      -- it goes in the next clock
           else
