@@ -261,6 +261,15 @@ begin
     variable tl, ml : std_logic;
     variable lo, hi : half_r;
     variable mlo, mhi : half_r;
+
+    -- a beat of input k taken: the packet goes on while not tlast
+    procedure take(k : natural; tlast : std_logic) is
+    begin
+      s_tready(k) <= '1';
+      v.sel    := k;
+      v.last   := k;
+      v.locked := not tlast;
+    end procedure;
   begin
     v := r;
     v.sent := (others => '0');
@@ -287,60 +296,39 @@ begin
     end loop;
     f_in_data <= beat_of(grant, d, kp, sd, tl, onehot(grant) and (ports_g-1 downto 0 => tl));
 
-    if not PACK_c then
-      if have = '1' and f_in_ready = '1' then
-        f_in_valid <= '1';
-        s_tready(grant) <= '1';
-        v.sel    := grant;
-        v.last   := grant;
-        v.locked := not tl;
-      end if;
-    else
-      lo  := lower(d, kp, sd, tl, not r.locked, grant);
-      hi  := upper(d, kp, sd, tl, grant);
-      mlo := lower(md, mk, ms, ml, '1', mate);
-      mhi := upper(md, mk, ms, ml, mate);
-      if f_in_ready = '1' then
-        if r.off = '0' then
-          if have = '1' and have_mate = '1' and tl = '1' and hi.valid = '0' then
-            -- grant's packet ends before lane 8: the mate's starts in lane 8
-            f_in_valid <= '1';
-            f_in_data  <= join(lo, mlo);
-            s_tready(grant) <= '1';
-            s_tready(mate)  <= '1';
-            v.sel    := mate;
-            v.last   := mate;
-            v.locked := not ml;
-            v.off    := mhi.valid;
-            v.carry  := mhi;
-          elsif have = '1' then
-            f_in_valid <= '1';
-            s_tready(grant) <= '1';
-            v.sel    := grant;
-            v.last   := grant;
-            v.locked := not tl;
-          end if;
-        else
-          if have = '1' and (r.carry.ends and lo.ends) = (ports_g-1 downto 0 => '0') then
-            -- the carried upper half, then this beat's lower half (the same packet going on,
-            -- or the next one starting in lane 8 after the end of the last; not a packet that
-            -- ends there of the input whose packet ends in the carry: one s_sent pulse each)
-            f_in_valid <= '1';
-            f_in_data  <= join(r.carry, lo);
-            s_tready(grant) <= '1';
-            v.sel    := grant;
-            v.last   := grant;
-            v.locked := not tl;
-            v.off    := hi.valid;
-            v.carry  := hi;
-          elsif r.locked = '0' then
-            -- no packet (that may) follow the end in the carried half: it leaves alone
-            f_in_valid <= '1';
-            f_in_data  <= join(r.carry, HALF_NONE_c);
-            v.off      := '0';
-            v.carry    := HALF_NONE_c;
-          end if;
+    lo  := lower(d, kp, sd, tl, not r.locked, grant);
+    hi  := upper(d, kp, sd, tl, grant);
+    mlo := lower(md, mk, ms, ml, '1', mate);
+    mhi := upper(md, mk, ms, ml, mate);
+    if f_in_ready = '1' then
+      if not (PACK_c and r.off = '1') then
+        if PACK_c and have = '1' and have_mate = '1' and tl = '1' and hi.valid = '0' then
+          -- grant's packet ends before lane 8: the mate's starts in lane 8
+          f_in_valid <= '1';
+          f_in_data  <= join(lo, mlo);
+          s_tready(grant) <= '1';
+          take(mate, ml);
+          v.off   := mhi.valid;
+          v.carry := mhi;
+        elsif have = '1' then
+          f_in_valid <= '1';
+          take(grant, tl);
         end if;
+      elsif have = '1' and (r.carry.ends and lo.ends) = (ports_g-1 downto 0 => '0') then
+        -- the carried upper half, then this beat's lower half (the same packet going on, or the
+        -- next one starting in lane 8 after the end of the last; not a packet that ends there
+        -- of the input whose packet ends in the carry: one s_sent pulse each)
+        f_in_valid <= '1';
+        f_in_data  <= join(r.carry, lo);
+        take(grant, tl);
+        v.off   := hi.valid;
+        v.carry := hi;
+      elsif r.locked = '0' then
+        -- no packet (that may) follow the end in the carried half: it leaves alone
+        f_in_valid <= '1';
+        f_in_data  <= join(r.carry, HALF_NONE_c);
+        v.off      := '0';
+        v.carry    := HALF_NONE_c;
       end if;
     end if;
 
