@@ -9,9 +9,11 @@
 --   interrupts    : irq_status / irq_enable out for the front end's interrupt logic, msi_vectors
 --                   in (CAPS.MSI_VECTORS: the count the host granted, 0 without MSI)
 --   user data     : s_axis_c2h_* in, m_axis_h2c_* out, as at mprace_dma_top
--- straddle_g (512 bits only): C2H writes may start in the second segment of a beat, and the
--- request mux starts any packet there after one that ended in the first (pack_g); set it when
--- the front end takes two TLPs per beat (UltraScale+ RQ straddling, the Intel adapters).
+-- straddle_g (512 bits only): C2H writes may start in the second segment of a beat; set it when
+-- the front end takes two TLPs per beat (UltraScale+ RQ straddling, the Intel adapters). With
+-- it, pack_g lets the request mux start any packet there after one that ended in the first, so
+-- a read request or record takes half a beat (mprace_dma_req_mux; it costs about 3,100 LUTs on
+-- the Xilinx top, 1,800 on the P-tile's).
 -- Spec: docs/dma-engine.md (all sections); the register map is engine_spec_pkg.
 library ieee;
 use ieee.std_logic_1164.all;
@@ -25,6 +27,7 @@ entity mprace_dma_core is
   generic (
     data_w_g        : positive := 256;    -- datapath width: 256 or 512
     straddle_g      : boolean := false;   -- 512: C2H writes use both segments of a beat
+    pack_g          : boolean := true;    -- with straddle_g: the request mux packs (above)
     clk_mhz_g       : positive := 250;    -- clk frequency (CLOCK_MHZ, TIMEOUT_US)
     c2h_ring_log2_g : positive := 12;     -- C2H data ring: 2**n dwords (loopback FIFO)
     h2c_ring_log2_g : positive := 12;     -- H2C reassembly ring: 2**n dwords
@@ -253,7 +256,7 @@ begin
 
   i_req : entity work.mprace_dma_req_mux
     generic map (data_w_g => data_w_g, ports_g => PORTS_c, bulk_g => P_C2H_WR_c,
-                 pack_g => straddle_g and data_w_g = 512)
+                 pack_g => pack_g and straddle_g and data_w_g = 512)
     port map (
       clk => clk, rst => rst,
       s_tdata => q_tdata, s_tkeep => q_tkeep, s_side => q_side, s_tlast => q_tlast,

@@ -30,6 +30,8 @@ entity mprace_dma_top is
     data_w_g        : positive := 256;    -- datapath and interface width: 256 or 512
     rq_straddle_g   : boolean := true;    -- 512: C2H writes straddle RQ beats (the core's
                                           -- RQ straddle option must be on); ignored at 256
+    rq_pack_g       : boolean := true;    -- 512 with rq_straddle_g: read requests and records
+                                          -- share beats with writes (core pack_g)
     rc_straddle_g   : boolean := true;    -- 512: takes two completions per RC beat (the core's
                                           -- RC straddle option, 2 TLPs); ignored at 256
     clk_mhz_g       : positive := 250;    -- user_clk frequency (CLOCK_MHZ, TIMEOUT_US)
@@ -201,7 +203,7 @@ begin
   ------------------------------------------------------------------ the engine
   i_core : entity work.mprace_dma_core
     generic map (data_w_g => data_w_g, straddle_g => rq_straddle_g and data_w_g = 512,
-                 clk_mhz_g => clk_mhz_g, c2h_ring_log2_g => c2h_ring_log2_g,
+                 pack_g => rq_pack_g, clk_mhz_g => clk_mhz_g, c2h_ring_log2_g => c2h_ring_log2_g,
                  h2c_ring_log2_g => h2c_ring_log2_g, cpl_hdr_g => cpl_hdr_g,
                  cpl_data_g => cpl_data_g)
     port map (
