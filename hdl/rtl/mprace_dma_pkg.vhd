@@ -167,6 +167,7 @@ package mprace_dma_pkg is
   function dw(b : std_logic_vector; i : natural) return dword_t;   -- dword i of a beat
   function ones(n : natural; width : natural) return std_logic_vector;   -- n low bits of width set
   function count_ones(s : std_logic_vector) return natural;
+  function last_lane(keep : std_logic_vector) return natural;       -- highest set bit, from 0
   function to_sl(b : boolean) return std_logic;                    -- '1' for true
   function code(n : natural) return code_t;                        -- error code as a byte
 
@@ -244,6 +245,17 @@ package body mprace_dma_pkg is
     for i in s'range loop
       if s(i) = '1' then
         n := n + 1;
+      end if;
+    end loop;
+    return n;
+  end function;
+
+  function last_lane(keep : std_logic_vector) return natural is
+    variable n : natural := 0;
+  begin
+    for k in keep'low to keep'high loop
+      if keep(k) = '1' then
+        n := k - keep'low;
       end if;
     end loop;
     return n;

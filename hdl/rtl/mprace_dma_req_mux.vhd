@@ -131,18 +131,6 @@ architecture rtl of mprace_dma_req_mux is
     return ports_g;
   end function;
 
-  -- the last lane with keep set
-  function last_lane(keep : std_logic_vector) return natural is
-    variable n : natural := 0;
-  begin
-    for k in 0 to keep'length-1 loop
-      if keep(keep'low+k) = '1' then
-        n := k;
-      end if;
-    end loop;
-    return n;
-  end function;
-
   function onehot(k : natural) return std_logic_vector is
     variable v : std_logic_vector(ports_g-1 downto 0) := (others => '0');
   begin
@@ -210,7 +198,7 @@ architecture rtl of mprace_dma_req_mux is
   end function;
 
   -- input k's beat, whole, as a queue entry
-  function beat_of(k : natural; data, keep, side : std_logic_vector; tlast : std_logic;
+  function beat_of(data, keep, side : std_logic_vector; tlast : std_logic;
                    sel : std_logic_vector) return std_logic_vector is
   begin
     return data & keep & side & tlast & sel;
@@ -294,7 +282,7 @@ begin
         ml := s_tlast(k);
       end if;
     end loop;
-    f_in_data <= beat_of(grant, d, kp, sd, tl, onehot(grant) and (ports_g-1 downto 0 => tl));
+    f_in_data <= beat_of(d, kp, sd, tl, onehot(grant) and (ports_g-1 downto 0 => tl));
 
     lo  := lower(d, kp, sd, tl, not r.locked, grant);
     hi  := upper(d, kp, sd, tl, grant);

@@ -405,18 +405,6 @@ begin
       return x"00000000";
     end function;
 
-    -- the highest lane with keep set
-    function last_lane(keep : std_logic_vector) return natural is
-      variable n : natural := 0;
-    begin
-      for k in keep'low to keep'high loop
-        if keep(k) = '1' then
-          n := k - keep'low;
-        end if;
-      end loop;
-      return n;
-    end function;
-
     function three_dw(slot : std_logic_vector(127 downto 0); id : std_logic_vector(15 downto 0))
       return std_logic is
       variable h : std_logic_vector(127 downto 0);

@@ -162,16 +162,6 @@ architecture rtl of mprace_pcie_us_rc is
     if e < sh then return 0; else return e - sh + 1; end if;
   end function;
 
-  function last_lane(keep : std_logic_vector) return lane_t is
-  begin
-    for k in LANES_c-1 downto 0 loop
-      if keep(k) = '1' then
-        return k;
-      end if;
-    end loop;
-    return 0;
-  end function;
-
 begin
 
   assert not straddle_g or data_w_g = 512
