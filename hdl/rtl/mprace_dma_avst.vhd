@@ -32,8 +32,8 @@ entity mprace_dma_avst is
     clk_mhz_g          : positive := 250;   -- clk frequency (CLOCK_MHZ, TIMEOUT_US)
     c2h_ring_log2_g    : positive := 12;
     h2c_ring_log2_g    : positive := 12;
-    cpl_hdr_g          : positive := 64;    -- completion headers the engine lets the IP buffer
-    cpl_data_g         : positive := 1024   -- completion data credits of 16 bytes
+    cpl_hdr_g          : positive := 512;   -- completion headers the engine lets the IP buffer
+    cpl_data_g         : positive := 2048   -- completion data credits of 16 bytes
   );
   port (
     clk : in  std_logic;

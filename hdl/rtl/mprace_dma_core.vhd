@@ -162,7 +162,7 @@ begin
   assert 2**h2c_ring_log2_g >= 2 * MAX_MRRS_c / 4
     report "mprace_dma_core: the H2C ring must hold two reads of the largest MRRS (h2c_ring_log2_g >= 10)"
     severity failure;
-  assert RD_HDR_c >= MAX_MRRS_c / 64 + 1 and RD_HDR_c < 128 and RD_DATA_c < 1024 and
+  assert RD_HDR_c >= MAX_MRRS_c / 64 + 1 and
          RD_DATA_c >= MAX_MRRS_c / 16 + 2 * (MAX_MRRS_c / 64 + 1)
     report "mprace_dma_core: cpl_hdr_g/cpl_data_g leave no room for one read of the largest MRRS"
     severity failure;

@@ -80,6 +80,9 @@ architecture rtl of mprace_dma_rd is
   constant LANES_c  : natural := data_w_g / 32;   -- dwords per beat
 
   constant TAG_W_c : natural := log2ceil(tag_count_g);
+  -- the budget counters hold what is in use plus one more request's worth (p_hdr, p_data)
+  constant HDR_CNT_W_c  : natural := log2ceil(hdr_budget_g + 2**7);
+  constant DATA_CNT_W_c : natural := log2ceil(data_budget_g + 2**10);
 
   type err_arr_t  is array (0 to tag_count_g-1) of std_logic_vector(CPL_ERR_W_c-1 downto 0);
 
@@ -120,8 +123,8 @@ architecture rtl of mprace_dma_rd is
     tw_en     : std_logic;                 -- write tw_entry to the tag table
     tw_tag    : natural range 0 to tag_count_g-1;
     tw_entry  : tag_entry_r;
-    hdr_used  : unsigned(7 downto 0);
-    data_used : unsigned(10 downto 0);
+    hdr_used  : unsigned(HDR_CNT_W_c-1 downto 0);
+    data_used : unsigned(DATA_CNT_W_c-1 downto 0);
     -- completion in progress
     c_tag     : natural range 0 to tag_count_g-1;
     c_act     : std_logic;                 -- the completion belongs to a tag in flight
@@ -168,8 +171,6 @@ begin
          data_budget_g >= MAX_MRRS_c / 16 + 2 * (MAX_MRRS_c / 64 + 1)
     report "mprace_dma_rd: the completion budget cannot hold one read request of the largest MRRS"
     severity failure;
-  assert hdr_budget_g < 128 and data_budget_g < 1024
-    report "mprace_dma_rd: completion budget wider than its counters" severity failure;
 
   p_comb : process(all)
     variable v       : two_process_r;
@@ -178,8 +179,8 @@ begin
     variable blocks  : unsigned(13 downto 0);
     variable free    : integer range -1 to tag_count_g-1;
     variable issue   : boolean;
-    variable hdr_add, hdr_sub   : unsigned(7 downto 0);
-    variable dat_add, dat_sub   : unsigned(10 downto 0);
+    variable hdr_add, hdr_sub   : unsigned(HDR_CNT_W_c-1 downto 0);
+    variable dat_add, dat_sub   : unsigned(DATA_CNT_W_c-1 downto 0);
     variable t       : integer range -1 to tag_count_g-1;
     variable h       : natural range 0 to tag_count_g-1;
   begin
@@ -237,8 +238,8 @@ begin
       v.tw_en        := '1';
       v.tw_tag       := free;
       v.tw_entry     := (pos => r.j_pos, len => r.p_len, hdr => r.p_hdr, data => r.p_data);
-      hdr_add := resize(r.p_hdr, 8);
-      dat_add := resize(r.p_data, 11);
+      hdr_add := resize(r.p_hdr, HDR_CNT_W_c);
+      dat_add := resize(r.p_data, DATA_CNT_W_c);
       v.j_addr := r.j_addr + r.p_len;
       v.j_rem  := r.j_rem - r.p_len;
       v.j_pos  := r.j_pos + shift_right(r.p_len, 2);
@@ -296,8 +297,8 @@ begin
       if cpl.eop = '1' and cpl.done = '1' and v.c_act = '1' then
         h := v.c_tag;
         v.t_done(h) := '1';
-        hdr_sub := resize(tags(h).hdr, 8);
-        dat_sub := resize(tags(h).data, 11);
+        hdr_sub := resize(tags(h).hdr, HDR_CNT_W_c);
+        dat_sub := resize(tags(h).data, DATA_CNT_W_c);
         if r.t_disc(h) = '1' then
           v.t_busy(h) := '0';
         end if;

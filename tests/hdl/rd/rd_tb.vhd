@@ -14,7 +14,8 @@ use work.mprace_pcie_us_pkg.all;
 
 entity rd_tb is
   generic (data_w_g : positive := 256; straddle_g : boolean := false;
-           ring_log2_g : positive := 12);
+           ring_log2_g : positive := 12;
+           hdr_budget_g : positive := 54; data_budget_g : positive := 972);
   port (
     clk, rst   : in  std_logic;
     mps_dw     : in  std_logic_vector(10 downto 0);
@@ -71,7 +72,8 @@ begin
       cpl_data => cpl_data, cpl_keep => cpl_keep);
 
   i_rd : entity work.mprace_dma_rd
-    generic map (data_w_g => data_w_g, ring_log2_g => ring_log2_g)
+    generic map (data_w_g => data_w_g, ring_log2_g => ring_log2_g,
+                 hdr_budget_g => hdr_budget_g, data_budget_g => data_budget_g)
     port map (
       clk => clk, rst => rst, link => link,
       job_valid => job_valid, job_ready => job_ready, job_addr => job_addr,

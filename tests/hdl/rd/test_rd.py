@@ -10,7 +10,10 @@ tag not in flight, for the next bytes of its job (in order); the data must land 
 its position (the tag table puts each completion where its request's data goes) and be released
 in order through ready_pos while the channel, consuming behind it at its own pace, frees ring
 space. A failed completion (UR, CA, poisoned: BUS_ERROR; the core's timeout: TIMEOUT) must
-stop ready_pos at the failed request's position and report it there."""
+stop ready_pos at the failed request's position and report it there. The completions a request
+may bring at worst (one per read-completion boundary it touches) must fit the completion budget
+with those of every request still unanswered; a slow host lets the engine fill budgets wider
+than 127 headers and 1023 data credits (the Intel tops' defaults are)."""
 import random
 from pathlib import Path
 
@@ -18,6 +21,7 @@ import cocotb
 import pytest
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
+from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiStreamBus, AxiStreamSink
 
 import rtl_build
@@ -46,6 +50,9 @@ async def read(dut):
     rcb = env_int("MPRACE_RCB", 64)
     count = env_int("MPRACE_COUNT", 40)
     fail = ["none", "bus", "timeout"][env_int("MPRACE_FAIL", 0)]
+    hdr_budget = env_int("MPRACE_HDR_BUDGET", 54)
+    data_budget = env_int("MPRACE_DATA_BUDGET", 972)
+    hold = env_int("MPRACE_HOLD", 0)    # the host answers once this many requests wait
 
     cocotb.start_soon(Clock(dut.clk, 4, "ns").start())
     dut.rst.value = 1
@@ -76,7 +83,8 @@ async def read(dut):
         pos = (pos + length // 4) & MASK32
     total = len(expected)
     fail_request = rng.randint(5, 30) if fail != "none" else None
-    st = {"consumed": 0, "failed_pos": None, "requests": 0}
+    st = {"consumed": 0, "failed_pos": None, "requests": 0, "last_request": 0,
+          "hdr": 0, "data": 0, "max_hdr": 0, "max_data": 0}
     errors = []
     ring = [None] * RING
 
@@ -120,12 +128,31 @@ async def read(dut):
                     errors.append(f"request {n}: runs past the end of job {order['job']}")
                 order["job"] += 1
                 order["off"] = 0
-            outstanding[tag] = dict(addr=addr, left=4 * dwords, pos=rpos, fail=n == fail_request)
+            # the engine's worst case: a completion per read-completion boundary touched, each
+            # with up to 2 credits of overhead; released here before the engine sees the last
+            # completion, so these sums never exceed the engine's own
+            blocks = (addr % rcb + 4 * dwords + rcb - 1) // rcb
+            hdr, data = blocks, (4 * dwords + 15) // 16 + 2 * blocks
+            st["hdr"] += hdr
+            st["data"] += data
+            if st["hdr"] > hdr_budget or st["data"] > data_budget:
+                errors.append(f"request {n}: {st['hdr']} completion headers / {st['data']} data "
+                              f"credits may be in flight, budget {hdr_budget} / {data_budget}")
+            st["max_hdr"] = max(st["max_hdr"], st["hdr"])
+            st["max_data"] = max(st["max_data"], st["data"])
+            st["last_request"] = get_sim_time("ns")
+            outstanding[tag] = dict(addr=addr, left=4 * dwords, pos=rpos, fail=n == fail_request,
+                                    hdr=hdr, data=data)
+
+    def release(r):
+        st["hdr"] -= r["hdr"]
+        st["data"] -= r["data"]
 
     async def answer():
         arng = random.Random(rng.getrandbits(32))
         while True:
-            if not outstanding:
+            if not outstanding or (len(outstanding) < hold and
+                                   get_sim_time("ns") - st["last_request"] < 400):
                 await RisingEdge(dut.clk)
                 continue
             if arng.random() < 0.2:
@@ -134,6 +161,7 @@ async def read(dut):
             r = outstanding[tag]
             if r["fail"]:
                 del outstanding[tag]
+                release(r)
                 if st["failed_pos"] is None:
                     st["failed_pos"] = r["pos"]
                 code = 0x9 if fail == "timeout" else arng.choice([0x1, 0x2, 0x3])
@@ -148,6 +176,7 @@ async def read(dut):
             r["left"] -= size
             if done:
                 del outstanding[tag]
+                release(r)
             await rc.send(frame)
 
     cocotb.start_soon(take_requests())
@@ -217,6 +246,12 @@ async def read(dut):
             await RisingEdge(dut.clk)
         assert dut.idle.value == 1 and dut.busy.value == 0, "not idle after the last job"
         assert not outstanding
+        if hold:
+            # a budget, not the tags or the ring, held the engine back, and past what 7 and
+            # 10 bits count
+            most = f"at most {st['max_hdr']} headers / {st['max_data']} data credits in flight"
+            assert st["max_hdr"] > hdr_budget - 17 or st["max_data"] > data_budget - 50, most
+            assert st["max_hdr"] > 127 or st["max_data"] > 1023, most
     else:
         for _ in range(2000):
             if err_seen:
@@ -232,24 +267,30 @@ async def read(dut):
 
 
 CASES = {
-    # name: MRRS, RCB, backpressure %, failure
+    # name: MRRS, RCB, backpressure %, failure[, header budget, data budget, host holds]
     "mrrs512_rcb64": (512, 64, 30, 0),
     "mrrs128_rcb128": (128, 128, 0, 0),
     "mrrs256_rcb64_busy70": (256, 64, 70, 0),
     "mrrs1024_rcb128": (1024, 128, 30, 0),
     "bus_error": (512, 64, 30, 1),
     "timeout": (256, 128, 0, 2),
+    # a slow host: the headers bind past 127, then the data credits past 1023
+    "budget_hdr160": (512, 64, 0, 0, 160, 2048, 24),
+    "budget_data1100": (512, 64, 0, 0, 512, 1100, 28),
 }
 
 
 @pytest.mark.parametrize("width", WIDTHS, ids=lambda w: f"w{w}")
 @pytest.mark.parametrize("case", list(CASES))
 def test_rd(case, width):
-    mrrs, rcb, busy, fail = CASES[case]
+    mrrs, rcb, busy, fail, *budget = CASES[case]
+    hdr_budget, data_budget, hold = budget or (54, 972, 0)
     rtl_build.run("rd_tb", "test_rd", "read", f"rd_{case}_w{width}",
-                   parameters=width_generics(width),
+                   parameters={**width_generics(width), "hdr_budget_g": hdr_budget,
+                               "data_budget_g": data_budget},
                    env={"MPRACE_SEED": env_int("MPRACE_SEED", 0) or (len(case) * 15485863 + mrrs),
                         "MPRACE_MRRS": mrrs, "MPRACE_RCB": rcb, "MPRACE_BUSY": busy,
-                        "MPRACE_FAIL": fail, "MPRACE_COUNT": 30,
+                        "MPRACE_FAIL": fail, "MPRACE_COUNT": 30, "MPRACE_HOLD": hold,
+                        "MPRACE_HDR_BUDGET": hdr_budget, "MPRACE_DATA_BUDGET": data_budget,
                         "MPRACE_STRADDLE": int(width.endswith("s"))},
                    extra_sources=[Path(__file__).parent / "rd_tb.vhd"])
