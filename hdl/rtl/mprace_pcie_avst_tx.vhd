@@ -79,9 +79,10 @@ architecture rtl of mprace_pcie_avst_tx is
   constant SEGS_c  : natural := data_w_g / 256;
   subtype lanes_t is natural range 0 to LANES_c;
 
-  -- an output beat: data, the header of a TLP starting in segment 0 (header bus), and per
+  -- an output beat: data, per segment the header of a TLP starting there (header bus), and per
   -- segment valid, sop and eop
-  constant BEAT_W_c : natural := data_w_g + 128 + 3*SEGS_c;
+  constant HDRS_W_c : natural := 128 * SEGS_c;
+  constant BEAT_W_c : natural := data_w_g + HDRS_W_c + 3*SEGS_c;
   -- a beat leaves the queue only in a clock the IP will take it (ready_latency_g before), so
   -- the queue needs no room for beats in flight: four entries keep the input streaming
   constant QUEUE_LOG2_c : natural := 2;
@@ -109,10 +110,10 @@ architecture rtl of mprace_pcie_avst_tx is
   signal rdy_hist   : std_logic_vector(ready_latency_g-1 downto 0) := (others => '0');
   signal can_send   : std_logic;
 
-  function seg_beat(data : std_logic_vector; hdr : std_logic_vector(127 downto 0);
+  function seg_beat(data : std_logic_vector; hdrs : std_logic_vector(HDRS_W_c-1 downto 0);
                     valid, sop, eop : std_logic_vector(SEGS_c-1 downto 0)) return std_logic_vector is
   begin
-    return data & hdr & valid & sop & eop;
+    return data & hdrs & valid & sop & eop;
   end function;
 
   -- a beat holding one TLP from lane 0: `lanes` lanes of data (0 for a TLP without payload on
@@ -120,7 +121,9 @@ architecture rtl of mprace_pcie_avst_tx is
   function beat(data : std_logic_vector; hdr : std_logic_vector(127 downto 0); sop : std_logic;
                 lanes : natural; eop : std_logic) return std_logic_vector is
     variable valid, sops, eops : std_logic_vector(SEGS_c-1 downto 0) := (others => '0');
+    variable hdrs : std_logic_vector(HDRS_W_c-1 downto 0) := (others => '0');
   begin
+    hdrs(127 downto 0) := hdr;
     sops(0) := sop;
     for k in 0 to SEGS_c-1 loop
       -- a segment carries data, or is the first of a TLP without payload
@@ -129,7 +132,7 @@ architecture rtl of mprace_pcie_avst_tx is
         eops(k)  := eop and to_sl(lanes <= 8*k + 8);
       end if;
     end loop;
-    return seg_beat(data, hdr, valid, sops, eops);
+    return seg_beat(data, hdrs, valid, sops, eops);
   end function;
 
   -- the header as the link carries it (dword k in bits 32k+31:32k): memory requests get the
@@ -173,7 +176,7 @@ architecture rtl of mprace_pcie_avst_tx is
 begin
 
   -- the P-tile, and the H-tile at 256 bits: every TLP from lane 0 of a beat
-  g_from_lane0 : if hdr_bus_g or SEGS_c = 1 generate
+  g_from_lane0 : if SEGS_c = 1 generate
   p_comb : process(all)
     variable v       : two_process_r;
     variable in_data : std_logic_vector(data_w_g-1 downto 0);   -- the input as this clock sees it
@@ -371,7 +374,7 @@ begin
   -- before: a 3-dword header's shift moved its last dword there) moves to lane 0, eight lanes
   -- down, and the TLPs packed behind it with it: the interface starts a TLP in segment 1 only
   -- beside an end of packet in segment 0. Output beat j is made of input beats j and j+1.
-  g_in_place : if not hdr_bus_g and SEGS_c = 2 generate
+  g_in_place : if SEGS_c = 2 generate
     -- an input beat waiting for the next (the end of its last TLP may come with it)
     type in_place_r is record
       held    : std_logic;
@@ -412,6 +415,16 @@ begin
       h := link_header(slot, id);
       return not h(TLP_FMT_4DW_c);
     end function;
+
+    -- dwords a TLP's data closes up by behind its header slot: all four on the header bus,
+    -- else the one a 3-dword header leaves unused (sh3)
+    function shift(sh3 : std_logic) return natural is
+    begin
+      if hdr_bus_g then
+        return HDR_SLOT_DW_c;
+      end if;
+      return to_integer(unsigned'('0' & sh3));
+    end function;
   begin
     p_comb : process(all)
       variable v        : in_place_r;
@@ -422,6 +435,7 @@ begin
       variable lo_last, hi_last : integer range 0 to 63;   -- last W lane of each
       variable upper    : boolean;
       variable o, sh    : natural range 0 to 8;
+      variable hdrs     : std_logic_vector(HDRS_W_c-1 downto 0);
       variable src, lst : integer;
       variable is_hdr   : boolean;
       variable hd       : std_logic_vector(31 downto 0);
@@ -451,7 +465,7 @@ begin
       end if;
 
       -- the held beat as it leaves: per lane, its TLP's dword from W, moved down by its offset
-      -- (0 or 8) and header shift (0 or 1)
+      -- (0 or 8) and header shift (0 or 1; 4 on the header bus)
       h_lo := link_header(p.data(127 downto 0), req_id);
       h_hi := link_header(p.data(383 downto 256), req_id);
       if p.sop_hi = '1' then
@@ -475,7 +489,7 @@ begin
         upper := p.sop_hi = '1' and (p.hi_off = '1' or i >= 8);
         if upper then
           o := 8 * to_integer(unsigned'('0' & p.hi_off));
-          sh := to_integer(unsigned'('0' & p.hi_sh));
+          sh := shift(p.hi_sh);
           lst := hi_last;
           -- header dword i - 8 + o of the TLP that started in lane 8
           if p.hi_off = '1' then
@@ -487,7 +501,7 @@ begin
           end if;
         else
           o := 8 * to_integer(unsigned'('0' & p.lo_off));
-          sh := to_integer(unsigned'('0' & p.lo_sh));
+          sh := shift(p.lo_sh);
           lst := lo_last;
           hd := lane(h_lo, i);
           is_hdr := p.lo_new = '1' and i < 4 - sh;
@@ -500,8 +514,10 @@ begin
           case o + sh is
             when 0 => out_d(32*i+31 downto 32*i) := lane(w, i);
             when 1 => out_d(32*i+31 downto 32*i) := lane(w, i + 1);
+            when 4 => out_d(32*i+31 downto 32*i) := lane(w, i + 4);
             when 8 => out_d(32*i+31 downto 32*i) := lane(w, i + 8);
-            when others => out_d(32*i+31 downto 32*i) := lane(w, i + 9);
+            when 9 => out_d(32*i+31 downto 32*i) := lane(w, i + 9);
+            when others => out_d(32*i+31 downto 32*i) := lane(w, i + 12);
           end case;
           valid(i / 8) := '1';
         end if;
@@ -513,12 +529,35 @@ begin
       end loop;
       sop(0) := p.lo_new or (p.sop_hi and p.hi_off);
       sop(1) := p.sop_hi and not p.hi_off;
+      -- the header bus: each TLP's header beside the segment it starts in; a TLP without
+      -- payload (a read request) fills its segment with the header alone
+      hdrs := (others => '0');
+      if hdr_bus_g then
+        if p.lo_new = '1' then
+          hdrs(127 downto 0) := h_lo;
+          if lo_last < HDR_SLOT_DW_c then
+            valid(0) := '1';
+            eop(0)   := '1';
+          end if;
+        end if;
+        if p.sop_hi = '1' then
+          if p.hi_off = '1' then
+            hdrs(127 downto 0) := h_hi;
+          else
+            hdrs(255 downto 128) := h_hi;
+          end if;
+          if hi_last < 8 + HDR_SLOT_DW_c then
+            valid(1 - to_integer(unsigned'('0' & p.hi_off))) := '1';
+            eop(1 - to_integer(unsigned'('0' & p.hi_off)))   := '1';
+          end if;
+        end if;
+      end if;
 
       if q_in_ready = '1' then
         if p.held = '1' and have_n then
           if valid /= "00" then
             q_in_valid <= '1';
-            q_in_data  <= seg_beat(out_d, (127 downto 0 => '0'), valid, sop, eop);
+            q_in_data  <= seg_beat(out_d, hdrs, valid, sop, eop);
           end if;
           v.held := '0';
         end if;
@@ -539,11 +578,11 @@ begin
             v.lo_off := '0';
             v.lo_sh  := three_dw(s_tdata(127 downto 0), req_id);
           end if;
-          -- the TLP in lane 8 moves down when the lower one has nothing left for this output
-          -- beat: its last lane, less its offset and shift, falls before lane 0
-          x_lo_end := v.lo_end - 8 * to_integer(unsigned'('0' & v.lo_off)) -
-                      to_integer(unsigned'('0' & v.lo_sh));
-          v.hi_off := to_sl(x_lo_end < 0);
+          -- the TLP in lane 8 moves down when the lower one, going on from the beat before,
+          -- has nothing left for this output beat: its last lane, less its offset and shift,
+          -- falls before lane 0
+          x_lo_end := v.lo_end - 8 * to_integer(unsigned'('0' & v.lo_off)) - shift(v.lo_sh);
+          v.hi_off := to_sl(p.in_tlp = '1' and x_lo_end < 0);
           v.hi_sh  := three_dw(s_tdata(383 downto 256), req_id);
           v.in_tlp := not s_tlast;
           if s_side(REQ_SOP_HI_c) = '1' then
@@ -587,7 +626,7 @@ begin
   q_pop <= can_send and q_valid;
 
   p_out : process(clk)
-    variable hdr : std_logic_vector(127 downto 0);
+    variable hdrs : std_logic_vector(HDRS_W_c-1 downto 0);
   begin
     if rising_edge(clk) then
       rdy_hist <= rdy_hist(ready_latency_g-2 downto 0) & tx_st_ready;
@@ -595,15 +634,18 @@ begin
       tx_st_sop   <= (others => '0');
       tx_st_eop   <= (others => '0');
       if q_pop = '1' then
-        hdr := q_data(BEAT_W_c-data_w_g-1 downto 3*SEGS_c);
+        hdrs := q_data(BEAT_W_c-data_w_g-1 downto 3*SEGS_c);
         tx_st_data  <= q_data(BEAT_W_c-1 downto BEAT_W_c-data_w_g);
         tx_st_valid <= q_data(3*SEGS_c-1 downto 2*SEGS_c);
         tx_st_sop   <= q_data(2*SEGS_c-1 downto SEGS_c);
         tx_st_eop   <= q_data(SEGS_c-1 downto 0);
         tx_st_hdr   <= (others => '0');
         if hdr_bus_g then
-          tx_st_hdr(127 downto 0) <= hdr(31 downto 0) & hdr(63 downto 32) & hdr(95 downto 64) &
-                                     hdr(127 downto 96);   -- dword 0 in bits 127:96
+          for k in 0 to SEGS_c-1 loop     -- dword 0 in bits 127:96 of the segment's header
+            tx_st_hdr(128*k+127 downto 128*k) <= hdrs(128*k+31 downto 128*k) &
+              hdrs(128*k+63 downto 128*k+32) & hdrs(128*k+95 downto 128*k+64) &
+              hdrs(128*k+127 downto 128*k+96);
+          end loop;
         end if;
       end if;
       if rst = '1' then
