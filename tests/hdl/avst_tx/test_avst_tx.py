@@ -12,10 +12,9 @@ tag from it) and its payload dword for dword; the sink itself fails a
 beat driven outside the ready latency or a frame that ends early or late. At 256 bits (one
 segment) and 512 bits (two); at 512 bits the source packs TLPs as the engine's write engine
 does with straddle_g (a TLP whose last beat uses at most 8 lanes is followed, at random, by the
-next starting in lane 8, the side bits saying so), and the test checks it did. The H-tile
-at 512 bits must start those TLPs in the second segment (less the ones the interface's rule
-moves: htile_segment1_starts), the P-tile none; no beat may start a TLP in segment 1 without
-an end of packet in segment 0."""
+next starting in lane 8, the side bits saying so), and the test checks it did. Both tiles at
+512 bits must start those TLPs in the second segment, less the ones the interface's rule moves
+(segment1_starts); no beat may start a TLP in segment 1 without an end of packet in segment 0."""
 import random
 
 import cocotb
@@ -64,21 +63,24 @@ def packed_beats(tlps, lanes, rng):
     return out, starts
 
 
-def htile_segment1_starts(tlps, starts, three_dw):
-    """How many TLPs the H-tile's 512-bit adapter starts in segment 1: each keeps the lane it
-    came in, except that a TLP in lane 8 whose predecessor has no dword left for that output
-    beat (its last lane, less its offset and its 3-dword header's shift, falls before 0) moves
-    eight lanes down, to segment 0 (the interface starts a TLP in segment 1 only beside an end
-    of packet in segment 0); a moved TLP's successors in lane 8 then move too."""
-    count, prev_end, prev_off, prev_sh = 0, 0, 0, 0
-    for words, start, sh in zip(tlps, starts, three_dw):
+def segment1_starts(tlps, starts, shifts):
+    """How many TLPs the 512-bit adapter starts in segment 1: each keeps the lane it came in,
+    its data closed up behind its header by its shift (the H-tile: 1 after a 3-dword header,
+    else 0; the P-tile: 4, the whole header slot going to the header bus), except that a TLP
+    in lane 8 whose predecessor, going on from an earlier beat, has no dword left for that
+    output beat (its last lane, less its offset and shift, falls before 0) moves eight lanes
+    down, to segment 0 (the interface starts a TLP in segment 1 only beside an end of packet
+    in segment 0); a moved TLP's successors in lane 8 then move too."""
+    count, prev_end, prev_off, prev_sh, prev_new = 0, 0, 0, 0, False
+    for words, start, sh in zip(tlps, starts, shifts):
         off = 0
         if start == 8:
-            if prev_end - prev_off - prev_sh < 0:
+            if not prev_new and prev_end - prev_off - prev_sh < 0:
                 off = 8
             else:
                 count += 1
         prev_end, prev_off, prev_sh = (start + len(words) - 1) % 16, off, sh
+        prev_new = start + len(words) <= 8      # it starts and ends in the lower half of a beat
     return count
 
 
@@ -153,10 +155,9 @@ async def requests(dut):
         dut.s_tvalid.value = 0
     cocotb.start_soon(feed())
 
-    # where TLPs start on the transmit interface: the H-tile at 512 bits keeps each TLP in the
-    # segment it has on the input where the interface allows, the P-tile starts every TLP in
-    # segment 0. Every beat uses segment 0, and a TLP starts in segment 1 only beside an end of
-    # packet in segment 0 (Intel's 512-bit Avalon-ST rule).
+    # where TLPs start on the transmit interface: at 512 bits each TLP keeps the segment it has
+    # on the input where the interface allows. Every beat uses segment 0, and a TLP starts in
+    # segment 1 only beside an end of packet in segment 0 (Intel's 512-bit Avalon-ST rule).
     starts = [0, 0]
 
     async def watch():
@@ -193,9 +194,9 @@ async def requests(dut):
             tlp.length == want["dwords"] and tlp.tag == want["tag"], f"TLP {k}: {tlp}"
     await Timer(200, "ns")
     assert sink.empty(), "more TLPs than sent"
-    in_place = lanes == 16 and not hdr_bus
-    want_hi = htile_segment1_starts(tlps, lane_of, [len(w["hdr_dwords"]) == 3 for w in expected]) \
-        if in_place else 0
+    in_place = lanes == 16
+    shifts = [4 if hdr_bus else int(len(w["hdr_dwords"]) == 3) for w in expected]
+    want_hi = segment1_starts(tlps, lane_of, shifts) if in_place else 0
     assert not in_place or want_hi > count // 10, f"only {want_hi} TLPs for segment 1"
     assert starts == [count - want_hi, want_hi][:len(starts)], \
         f"TLPs started per segment {starts}, want {count - want_hi} / {want_hi}"
