@@ -15,15 +15,11 @@
 --     and when its last input beat leaves dwords over, one more output beat follows (in that
 --     clock the next TLP's first beat may enter, as it sends nothing yet).
 --   * At 512 bits the input may pack two TLPs into a beat (the core's straddle_g: one ends
---     before lane 8, the next starts in lane 8, as the side bits say). On the P-tile the second
---     goes in the same clock when it only fills hold and the first leaves nothing over, else in
---     the next clock, and every TLP starts in segment 0. A second TLP that ends in the beat (a
---     read request or record the request mux packed there) is taken at once and leaves in the
---     next clock, as the rest of a TLP does (flush), beside the next TLP's first beat, which
---     only fills hold; so is one that only fills hold behind a first TLP that leaves whole.
---   * H-tile at 512 bits: every TLP keeps the place it has on the input (lane 0 or lane 8, that
---     is segment 0 or 1), its 3-dword header and payload closing up behind it, so the output
---     needs no more beats than the input: 4.5 beats per 256-byte write instead of 5. Output
+--     before lane 8, the next starts in lane 8, as the side bits say). Every TLP keeps the
+--     place it has on the input (lane 0 or lane 8, that is segment 0 or 1), its data closing up
+--     behind its header (H-tile: a 3-dword header's unused dword; P-tile: the whole 4-dword
+--     slot, onto the header bus of its segment), so the output needs no more beats than the
+--     input: 4.5 beats per 256-byte write instead of 5, half a beat per read request. Output
 --     beat j is made of input beats j and j+1. The interface starts a TLP in segment 1 only
 --     beside an end of packet in segment 0: a TLP in lane 8 whose predecessor's last dword
 --     went into the beat before moves to segment 0, and the TLPs packed behind it with it.
@@ -94,11 +90,9 @@ architecture rtl of mprace_pcie_avst_tx is
     hdr     : std_logic_vector(127 downto 0);             -- header of the TLP in progress
     first   : std_logic;                                  -- its next output beat is its first
     flush   : std_logic;                                  -- hold is the TLP's last output beat
-    upper   : std_logic;                                  -- only the input beat's second
-                                                          -- segment is left (a TLP starts there)
   end record;
   constant R_INIT_c : two_process_r := (in_tlp => '0', hold => (others => '0'), held => 0,
-    hdr => (others => '0'), first => '0', flush => '0', upper => '0');
+    hdr => (others => '0'), first => '0', flush => '0');
 
   signal r, r_next  : two_process_r := R_INIT_c;
   signal q_in_valid : std_logic;
@@ -175,17 +169,11 @@ architecture rtl of mprace_pcie_avst_tx is
 
 begin
 
-  -- the P-tile, and the H-tile at 256 bits: every TLP from lane 0 of a beat
+  -- 256 bits (one segment): every TLP from lane 0 of a beat
   g_from_lane0 : if SEGS_c = 1 generate
   p_comb : process(all)
     variable v       : two_process_r;
-    variable in_data : std_logic_vector(data_w_g-1 downto 0);   -- the input as this clock sees it
-    variable in_keep : std_logic_vector(LANES_c-1 downto 0);
-    variable sop_hi  : boolean;        -- a TLP ends before lane 8 and the next starts in lane 8
-    variable n       : lanes_t;        -- dwords of the TLP in progress in in_data
-    variable fb_data : std_logic_vector(data_w_g-1 downto 0);   -- a TLP's first beat
-    variable fb_n    : lanes_t;
-    variable fb_ends : boolean;        -- ... which holds all of that TLP
+    variable n       : lanes_t;        -- dwords of the TLP in progress in this beat
     variable h       : std_logic_vector(127 downto 0);
     variable d       : std_logic_vector(data_w_g-1 downto 0);
     variable cnt     : lanes_t;
@@ -193,94 +181,44 @@ begin
     variable rest    : lanes_t;
     variable eop     : std_logic;
     variable only_holds : boolean;
-    -- the P-tile: a TLP in lane 8 of a beat whose lower TLP starts there too (the request mux
-    -- packs a one-beat packet and the next): its header and what it puts in hold
-    variable u_h     : std_logic_vector(127 downto 0);
-    variable u_d     : std_logic_vector(data_w_g-1 downto 0);
-    variable u_cnt   : lanes_t;
-    variable u_holds : boolean;        -- it only fills hold
-    variable u_ends  : boolean;        -- it ends in this beat
 
-    -- a TLP's first beat that only goes into hold, taken with its header: the TLP goes on in
-    -- the next input beat, or (ends) it leaves in the next clock as a flush
-    procedure take_first_beat(hdr : std_logic_vector(127 downto 0);
-                              data : std_logic_vector(data_w_g-1 downto 0); lanes : lanes_t;
-                              ends : boolean) is
-    begin
-      s_tready <= '1';
-      v.upper  := '0';
-      v.hdr    := hdr;
-      v.hold   := data;
-      v.held   := lanes;
-      v.first  := '1';
-      v.in_tlp := to_sl(not ends);
-      v.flush  := to_sl(ends);
-    end procedure;
-
+    -- a TLP's first beat that only goes into hold, taken with its header
     procedure hold_first_beat is
     begin
-      take_first_beat(h, d, cnt, false);
+      s_tready <= '1';
+      v.hdr    := h;
+      v.hold   := d;
+      v.held   := cnt;
+      v.first  := '1';
+      v.in_tlp := '1';
     end procedure;
   begin
     v := r;
     s_tready   <= '0';
     q_in_valid <= '0';
     q_in_data  <= (others => '0');
+    n := count_ones(s_tkeep);
 
-    -- the input beat, or its second segment once the first has been taken (r.upper)
-    in_data := s_tdata;
-    in_keep := s_tkeep;
-    sop_hi  := LANES_c = 16 and s_side(REQ_SOP_HI_c) = '1';
-    if r.upper = '1' then
-      in_data := std_logic_vector(shift_right(unsigned(s_tdata), data_w_g/2));
-      in_keep := std_logic_vector(shift_right(unsigned(s_tkeep), LANES_c/2));
-      sop_hi  := false;
-    end if;
-    n := count_ones(in_keep);
-    if sop_hi then
-      n := to_integer(unsigned(s_side(REQ_EOP_PTR_c+3 downto REQ_EOP_PTR_c))) + 1;
-    end if;
-
-    -- the first beat of a TLP: of this view, or, where the TLP in progress ends before lane 8,
-    -- of the one starting in lane 8
-    fb_data := in_data;
-    fb_n    := n;
-    fb_ends := s_tlast = '1' or sop_hi;
-    if r.in_tlp = '1' and sop_hi then
-      fb_data := std_logic_vector(shift_right(unsigned(s_tdata), data_w_g/2));
-      fb_n    := count_ones(s_tkeep(LANES_c-1 downto LANES_c/2));
-      fb_ends := s_tlast = '1';
-    end if;
-    -- what it puts on tx_st_data, from lane 0, and its header
-    h := link_header(fb_data(127 downto 0), req_id);
+    -- a TLP's first beat: what it puts on tx_st_data, from lane 0, and its header
+    h := link_header(s_tdata(127 downto 0), req_id);
     d := (others => '0');
     cnt := 0;
     if hdr_bus_g then
-      d(data_w_g-129 downto 0) := fb_data(data_w_g-1 downto 128);         -- the payload
-      if fb_n > HDR_SLOT_DW_c then
-        cnt := fb_n - HDR_SLOT_DW_c;
+      d(data_w_g-129 downto 0) := s_tdata(data_w_g-1 downto 128);         -- the payload
+      if n > HDR_SLOT_DW_c then
+        cnt := n - HDR_SLOT_DW_c;
       end if;
     elsif h(TLP_FMT_4DW_c) = '1' then
-      d := fb_data(data_w_g-1 downto 128) & h;                             -- as it came
-      cnt := fb_n;
+      d := s_tdata(data_w_g-1 downto 128) & h;                             -- as it came
+      cnt := n;
     else
-      d(data_w_g-33 downto 0) := fb_data(data_w_g-1 downto 128) & h(95 downto 0);
-      if fb_n > 0 then
-        cnt := fb_n - 1;                                                   -- 3-dword header
+      d(data_w_g-33 downto 0) := s_tdata(data_w_g-1 downto 128) & h(95 downto 0);
+      if n > 0 then
+        cnt := n - 1;                                                      -- 3-dword header
       end if;
     end if;
     -- ... which only fills hold: it may enter while the TLP before it flushes
-    only_holds := not fb_ends and cnt < LANES_c;
-
-    u_h := link_header(s_tdata(data_w_g/2+127 downto data_w_g/2), req_id);
-    u_d := (others => '0');
-    u_d(data_w_g/2-129 downto 0) := s_tdata(data_w_g-1 downto data_w_g/2+128);
-    u_cnt := 0;
-    if count_ones(s_tkeep(LANES_c-1 downto LANES_c/2)) > HDR_SLOT_DW_c then
-      u_cnt := count_ones(s_tkeep(LANES_c-1 downto LANES_c/2)) - HDR_SLOT_DW_c;
-    end if;
-    u_holds := hdr_bus_g and sop_hi and s_tlast = '0';
-    u_ends  := hdr_bus_g and sop_hi and s_tlast = '1';
+    only_holds := s_tlast = '0' and cnt < LANES_c;
 
     if q_in_ready = '1' then
       if r.flush = '1' then
@@ -294,27 +232,18 @@ begin
           hold_first_beat;
         end if;
       elsif s_tvalid = '1' then
+        s_tready <= '1';
         if r.in_tlp = '0' then
           v.hdr := h;
           if only_holds then
             hold_first_beat;
           else
-            -- the whole TLP, or a 4-dword header with a full beat of data, leaves at once;
-            -- a TLP starting in lane 8 after it goes in this clock where it only fills hold
-            -- or ends (P-tile), else in the next
+            -- the whole TLP, or a 4-dword header with a full beat of data, leaves at once
             q_in_valid <= '1';
-            q_in_data  <= beat(d, h, '1', cnt, to_sl(fb_ends));
+            q_in_data  <= beat(d, h, '1', cnt, s_tlast);
             v.held   := 0;
             v.first  := '0';
-            v.in_tlp := to_sl(not fb_ends);
-            if u_holds or u_ends then
-              take_first_beat(u_h, u_d, u_cnt, u_ends);
-            elsif sop_hi then
-              v.upper := '1';
-            else
-              s_tready <= '1';
-              v.upper  := '0';
-            end if;
+            v.in_tlp := not s_tlast;
           end if;
         else
           -- a later beat: what is held, then as much of this beat as fits
@@ -324,33 +253,20 @@ begin
             rest := n - room;
           end if;
           eop := '0';
-          if (s_tlast = '1' or sop_hi) and rest = 0 then
+          if s_tlast = '1' and rest = 0 then
             eop := '1';
           end if;
           q_in_valid <= '1';
-          q_in_data  <= beat(append(r.hold, r.held, in_data), r.hdr, r.first, r.held + n - rest,
+          q_in_data  <= beat(append(r.hold, r.held, s_tdata), r.hdr, r.first, r.held + n - rest,
                              eop);
-          v.hold  := from_lane(in_data, room);
+          v.hold  := from_lane(s_tdata, room);
           v.held  := rest;
           v.first := '0';
-          if s_tlast = '1' or sop_hi then
+          if s_tlast = '1' then
             v.in_tlp := '0';
             if rest > 0 then
               v.flush := '1';                    -- one more beat with the rest of this one
             end if;
-          end if;
-          if sop_hi and rest = 0 and only_holds then
-            -- the next TLP starts in lane 8 and only fills hold: it goes in this clock
-            hold_first_beat;
-          elsif sop_hi and rest = 0 and hdr_bus_g and fb_ends then
-            -- ... or ends here (a read request or a record packed behind a write): it leaves
-            -- in the next clock, as a flush, while the next input beat may fill hold
-            take_first_beat(h, d, cnt, true);
-          elsif sop_hi then
-            v.upper := '1';                      -- it goes in the next clock
-          else
-            s_tready <= '1';
-            v.upper  := '0';
           end if;
         end if;
       end if;
@@ -369,11 +285,13 @@ begin
   end process;
   end generate;
 
-  -- the H-tile at 512 bits: every TLP where it is on the input (lane 0 or 8), closed up behind
-  -- its 3-dword header. A TLP in lane 8 whose predecessor has already ended (in the output beat
-  -- before: a 3-dword header's shift moved its last dword there) moves to lane 0, eight lanes
-  -- down, and the TLPs packed behind it with it: the interface starts a TLP in segment 1 only
-  -- beside an end of packet in segment 0. Output beat j is made of input beats j and j+1.
+  -- 512 bits (two segments): every TLP where it is on the input (lane 0 or 8), its data closed
+  -- up behind its header (the H-tile: a 3-dword header's unused dword; the P-tile: the whole
+  -- slot, which goes to the header bus). A TLP in lane 8 whose predecessor, going on from the
+  -- beat before, has already ended (in the output beat before: the shift moved its last dword
+  -- there) moves to lane 0, eight lanes down, and the TLPs packed behind it with it: the
+  -- interface starts a TLP in segment 1 only beside an end of packet in segment 0. Output beat
+  -- j is made of input beats j and j+1.
   g_in_place : if SEGS_c = 2 generate
     -- an input beat waiting for the next (the end of its last TLP may come with it)
     type in_place_r is record
