@@ -610,8 +610,9 @@ class PacketMonitor:
 
 class HostCompleter:
     """Answers the engine's memory reads in place of the root complex's own handler when a test
-    asks for random splits, reordering across tags, or black holes. Otherwise it hands the
-    request to the model unchanged."""
+    asks for random splits, reordering across tags, black holes, or a host read latency (each
+    read's completions leave latency_ns after the request arrives, as from a host's memory,
+    reads overlapping). Otherwise it hands the request to the model unchanged."""
 
     def __init__(self, tb):
         self.tb = tb
@@ -619,6 +620,7 @@ class HostCompleter:
         self.rng = random.Random(tb.seed ^ 0x5EED)
         self.split = False
         self.reorder = False
+        self.latency_ns = 0
         self.holes = []          # (start, end, core timeout in ns or None)
         self.faults = []         # (start, end, kind): reads touching it fail, see fail_reads
         self.failed = []         # the read requests answered with an error
@@ -670,12 +672,21 @@ class HostCompleter:
             else:
                 await self.rc.send(fault[0])
             return
-        if not (self.split or self.reorder) or \
+        if not (self.split or self.reorder or self.latency_ns) or \
                 not self.rc.mem_address_space.find_regions(tlp.address, tlp.length * 4):
             await self.rc.handle_mem_read_tlp(tlp)
             return
         data = await self.rc.mem_address_space.read(tlp.address, tlp.length * 4)
-        self.pending.append(self._completions(tlp, data))
+        cpls = self._completions(tlp, data)
+        if self.latency_ns:
+            cocotb.start_soon(self._after_latency(cpls))
+            return
+        self.pending.append(cpls)
+        self.wake.set()
+
+    async def _after_latency(self, cpls):
+        await Timer(self.latency_ns, "ns")
+        self.pending.append(cpls)
         self.wake.set()
 
     def _completions(self, tlp, data):

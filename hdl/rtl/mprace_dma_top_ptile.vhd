@@ -29,9 +29,9 @@ entity mprace_dma_top_ptile is
     data_w_g        : positive := 256;    -- datapath and interface width: 256 or 512
     clk_mhz_g       : positive := 250;    -- user_clk frequency (CLOCK_MHZ, TIMEOUT_US)
     c2h_ring_log2_g : positive := 12;
-    h2c_ring_log2_g : positive := 12;
+    h2c_ring_log2_g : positive := 13;     -- 32 KiB of reads in flight (hdl/README)
     cpl_hdr_g       : positive := 512;    -- completion headers the engine lets the IP buffer
-    cpl_data_g      : positive := 2048    -- completion data credits of 16 bytes
+    cpl_data_g      : positive := 2816    -- data credits of 16 bytes (the IP: 1,444 x 32 B)
   );
   port (
     user_clk   : in  std_logic;           -- the IP's coreclkout_hip

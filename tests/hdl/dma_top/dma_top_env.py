@@ -301,6 +301,7 @@ def run(module, testcase, name=None, width="256", **env):
     else:
         width_bits = int(width.rstrip("n"))
     params["data_w_g"] = width_bits
+    params.update(env.pop("generics", {}))     # generics of the top (the figures only)
     if "clk_mhz" in env:                  # the user clock the model makes and the top's generic
         params["clk_mhz_g"] = env["clk_mhz"]
     if width.endswith("n"):

@@ -286,6 +286,7 @@ async def throughput(dut):
     record in host memory, so it includes fetching the first descriptors."""
     tb = make_tb(dut, monitor=False)
     await tb.init()
+    tb.completer.latency_ns = env_int("MPRACE_HOST_LATENCY_NS", 0)
     total = env_int("MPRACE_BYTES", 1 << 20)
     dlen = min(total, 256 << 10)
     lim = link_limits(tb, tb.mps, tb.mrrs)
@@ -330,8 +331,8 @@ async def throughput(dut):
     both = {ch: (nb, t) for run_, ch, nb, t, g, limit in rows if "+" in run_}
     busy = 100 * rq_busy(lim, tb.mps, tb.mrrs, both[C2H][0], both[H2C][0],
                          max(t for nb, t in both.values()), tb.clk_ns)
-    out = (rtl_build.build_root() /
-           f"throughput-{tb.variant}-mps{tb.mps}-mrrs{tb.mrrs}-gen{tb.gen}.csv")
+    out = (rtl_build.build_root() / f"throughput-{tb.variant}-mps{tb.mps}-mrrs{tb.mrrs}-gen{tb.gen}"
+                                    f"{throughput_suffix()}.csv")
     with open(out, "w") as f:
         f.write("run,direction,bytes,ns,GBps,tlp_max_GBps,link_tlp_max_GBps,percent,"
                 "rq_busy_percent\n")
@@ -479,6 +480,20 @@ def test_h2c_block_unstraddled(width):
         block_rc_straddle=0, width=width)
 
 
+def top_generics():
+    """Generics of the top from MPRACE_TOP_GENERICS ("name=value,..."), for the figures only."""
+    text = os.environ.get("MPRACE_TOP_GENERICS", "")
+    return dict(item.split("=", 1) for item in text.split(",") if item)
+
+
+def throughput_suffix():
+    """The figures' file name ends in -lat<ns> where a host read latency was modelled, and in
+    -<generic><value> for each generic of MPRACE_TOP_GENERICS."""
+    latency = env_int("MPRACE_HOST_LATENCY_NS", 0)
+    return (f"-lat{latency}" if latency else "") + \
+        "".join(f"-{k}{v}" for k, v in top_generics().items())
+
+
 def test_addr64(width):
     run(MODULE, "addr64", seed=61, width=width)
 
@@ -492,7 +507,9 @@ THROUGHPUT_SETTINGS = [(256, 512, 3), (256, 1024, 3), (512, 512, 3), (512, 1024,
                          ids=[f"mps{m}_mrrs{r}_gen{g}" for m, r, g in THROUGHPUT_SETTINGS])
 def test_throughput(mps, mrrs, gen, width):
     """Prints the figures (and writes throughput-w<width>-mps<M>-mrrs<R>-gen<G>.csv in the build
-    directory); no timing assertion. MPRACE_BENCH_BYTES sets the size of each transfer.
+    directory); no timing assertion. MPRACE_BENCH_BYTES sets the size of each transfer,
+    MPRACE_HOST_LATENCY_NS a host read latency (the models answer at once; -lat<ns> in the
+    file name), MPRACE_TOP_GENERICS generics of the top (say h2c_ring_log2_g=13).
     Settings beyond the first with HDL_FIGURES=1; generation 4 only at 512 bits (Gen4 x8 on
     UltraScale+; Gen4 x16 on the P-tile, with coreclkout_hip at 500 MHz: at 250 the 512-bit
     interface carries half of that link)."""
@@ -503,9 +520,13 @@ def test_throughput(mps, mrrs, gen, width):
     size = os.environ.get("MPRACE_BENCH_BYTES", str((2 << 20) if os.environ.get("HDL_SOAK") else (512 << 10)))
     name = f"throughput_mps{mps}_mrrs{mrrs}_gen{gen}"
     clock = dict(clk_mhz=500) if width == "p512" and gen == 4 else {}
-    run(MODULE, "throughput", name, mps=mps, mrrs=mrrs, gen=gen, bytes=size, width=width, **clock)
+    latency = os.environ.get("MPRACE_HOST_LATENCY_NS", "0")
+    run(MODULE, "throughput", name, mps=mps, mrrs=mrrs, gen=gen, bytes=size, width=width,
+        host_latency_ns=latency, top_generics=os.environ.get("MPRACE_TOP_GENERICS", ""),
+        generics=top_generics(), **clock)
     variant = (width if width[0] in "phl" else f"w{width}") + ("-500mhz" if clock else "")
-    print((rtl_build.build_root() / f"throughput-{variant}-mps{mps}-mrrs{mrrs}-gen{gen}.csv").read_text())
+    print((rtl_build.build_root() / f"throughput-{variant}-mps{mps}-mrrs{mrrs}-gen{gen}"
+                                    f"{throughput_suffix()}.csv").read_text())
 
 
 def test_max_desc(width):
