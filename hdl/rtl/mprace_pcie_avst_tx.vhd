@@ -75,9 +75,16 @@ architecture rtl of mprace_pcie_avst_tx is
   constant SEGS_c  : natural := data_w_g / 256;
   subtype lanes_t is natural range 0 to LANES_c;
 
-  -- an output beat: data, per segment the header of a TLP starting there (header bus), and per
-  -- segment valid, sop and eop
-  constant HDRS_W_c : natural := 128 * SEGS_c;
+  -- an output beat: data, per segment the header of a TLP starting there (the header bus; the
+  -- H-tile keeps one unused slot), and per segment valid, sop and eop
+  function hdrs_width return natural is
+  begin
+    if hdr_bus_g then
+      return 128 * SEGS_c;
+    end if;
+    return 128;
+  end function;
+  constant HDRS_W_c : natural := hdrs_width;
   constant BEAT_W_c : natural := data_w_g + HDRS_W_c + 3*SEGS_c;
   -- a beat leaves the queue only in a clock the IP will take it (ready_latency_g before), so
   -- the queue needs no room for beats in flight: four entries keep the input streaming
@@ -462,7 +469,7 @@ begin
           if p.hi_off = '1' then
             hdrs(127 downto 0) := h_hi;
           else
-            hdrs(255 downto 128) := h_hi;
+            hdrs(HDRS_W_c-1 downto HDRS_W_c-128) := h_hi;   -- segment 1's
           end if;
           if hi_last < 8 + HDR_SLOT_DW_c then
             valid(1 - to_integer(unsigned'('0' & p.hi_off))) := '1';
@@ -559,7 +566,7 @@ begin
         tx_st_eop   <= q_data(SEGS_c-1 downto 0);
         tx_st_hdr   <= (others => '0');
         if hdr_bus_g then
-          for k in 0 to SEGS_c-1 loop     -- dword 0 in bits 127:96 of the segment's header
+          for k in 0 to HDRS_W_c/128-1 loop   -- dword 0 in bits 127:96 of the segment's header
             tx_st_hdr(128*k+127 downto 128*k) <= hdrs(128*k+31 downto 128*k) &
               hdrs(128*k+63 downto 128*k+32) & hdrs(128*k+95 downto 128*k+64) &
               hdrs(128*k+127 downto 128*k+96);

@@ -482,8 +482,13 @@ def test_h2c_block_unstraddled(width):
 
 def top_generics():
     """Generics of the top from MPRACE_TOP_GENERICS ("name=value,..."), for the figures only."""
-    text = os.environ.get("MPRACE_TOP_GENERICS", "")
-    return dict(item.split("=", 1) for item in text.split(",") if item)
+    generics = {}
+    for item in filter(None, os.environ.get("MPRACE_TOP_GENERICS", "").split(",")):
+        name, eq, value = item.partition("=")
+        if not (name and eq and value):
+            raise ValueError(f"MPRACE_TOP_GENERICS: {item!r} is not name=value")
+        generics[name] = value
+    return generics
 
 
 def throughput_suffix():
