@@ -66,7 +66,8 @@ def main():
     luts = sum(int(v) for k, v in cells.items() if re.fullmatch(r"LUT\d", k))
     ffs = sum(int(v) for k, v in cells.items() if k.startswith("FD"))
     print(f"{args.top} width {args.width}: LUTs {luts}  FFs {ffs}  RAMB18E2 {cells.get('RAMB18E2', 0)}  "
-          f"RAM32M16 {cells.get('RAM32M16', 0)}  latches {cells.get('LDCE', 0)}")
+          f"RAMB36E2 {cells.get('RAMB36E2', 0)}  RAM32M16 {cells.get('RAM32M16', 0)}  "
+          f"RAM64M8 {cells.get('RAM64M8', 0)}  latches {cells.get('LDCE', 0)}")
     return log.returncode
 
 
