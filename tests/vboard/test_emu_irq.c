@@ -40,23 +40,6 @@ static void one(struct rig *g, struct ering *r, uint32_t ctrl)
 	ck_assert_uint_eq(wait_done(r, n, EMU_WAIT_MS), MP_DESC_RESULT_STATUS_DONE_MASK);
 }
 
-/* IRQ_STATUS once it reads `want`, or what it reads after EMU_WAIT_MS: the engine sets a DONE
- * bit after the record (docs/dma-engine.md section 4), so a loaded host may see the record
- * first. */
-static uint32_t wait_irq_status(struct eb *b, uint32_t want)
-{
-	uint64_t end = now_ns() + (uint64_t)EMU_WAIT_MS * 1000000u;
-	uint32_t s;
-
-	do {
-		s = rd(b, MP_REG_IRQ_STATUS);
-		if (s == want)
-			return s;
-		sleep_us(20);
-	} while (now_ns() < end);
-	return s;
-}
-
 START_TEST(test_status_w1c)
 {
 	struct rig g;
@@ -65,9 +48,10 @@ START_TEST(test_status_w1c)
 	one(&g, &g.rc, 0);
 	ck_assert_uint_eq(rd(&g.b, MP_REG_IRQ_STATUS), 0);   /* no CTRL.IRQ: no source */
 	one(&g, &g.rc, MP_DESC_CTRL_IRQ_MASK);
-	ck_assert_uint_eq(wait_irq_status(&g.b, C2H_DONE), C2H_DONE);
+	ck_assert_uint_eq(wait_reg(&g.b, MP_REG_IRQ_STATUS, C2H_DONE, EMU_WAIT_MS), C2H_DONE);
 	one(&g, &g.rh, MP_DESC_CTRL_IRQ_MASK);
-	ck_assert_uint_eq(wait_irq_status(&g.b, C2H_DONE | H2C_DONE), C2H_DONE | H2C_DONE);
+	ck_assert_uint_eq(wait_reg(&g.b, MP_REG_IRQ_STATUS, C2H_DONE | H2C_DONE, EMU_WAIT_MS),
+			  C2H_DONE | H2C_DONE);
 	/* disabled sources set their bit but send nothing */
 	ck_assert_int_eq(pd_irq_wait(g.b.dev, 0, 0), -ETIMEDOUT);
 	ck_assert_int_eq(pd_irq_wait(g.b.dev, 1, 0), -ETIMEDOUT);
@@ -250,7 +234,7 @@ START_TEST(test_dropped_interrupt)
 	wr(&g.b, MP_REG_IRQ_STATUS, C2H_DONE);
 	one(&g, &g.rc, MP_DESC_CTRL_IRQ_MASK);
 	ck_assert_int_eq(pd_irq_wait(g.b.dev, 0, 100), -ETIMEDOUT);
-	ck_assert_uint_eq(wait_irq_status(&g.b, C2H_DONE), C2H_DONE);
+	ck_assert_uint_eq(wait_reg(&g.b, MP_REG_IRQ_STATUS, C2H_DONE, EMU_WAIT_MS), C2H_DONE);
 	wr(&g.b, MP_REG_IRQ_STATUS, C2H_DONE);
 	one(&g, &g.rc, MP_DESC_CTRL_IRQ_MASK);
 	ck_assert_int_eq(pd_irq_wait(g.b.dev, 0, EMU_WAIT_MS), 1);

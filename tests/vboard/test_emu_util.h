@@ -239,6 +239,23 @@ static inline bool wait_head(struct eb *b, unsigned int ch, uint32_t head, unsig
 	return false;
 }
 
+/* Polls global register `off` until it reads `want`; returns the last value read. For bits the
+ * engine sets after a record (IRQ_STATUS's DONE bits, docs/dma-engine.md section 4): a loaded
+ * host may see the record first. */
+static inline uint32_t wait_reg(struct eb *b, uint32_t off, uint32_t want, unsigned int ms)
+{
+	uint64_t end = now_ns() + (uint64_t)ms * 1000000u;
+	uint32_t v;
+
+	do {
+		v = rd(b, off);
+		if (v == want)
+			return v;
+		sleep_us(20);
+	} while (now_ns() < end);
+	return v;
+}
+
 static inline void run(struct eb *b, unsigned int ch)
 {
 	cwr(b, ch, MP_CHREG_CONTROL, MP_CHREG_CONTROL_RUN_MASK);
