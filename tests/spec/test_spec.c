@@ -6,6 +6,7 @@
 
 #include "check_main.h"
 #include "mprace/spec.h"
+#include "mprace-spec/pattern.h"
 
 START_TEST(test_descriptor_layout)
 {
@@ -125,6 +126,91 @@ START_TEST(test_ring_sizes_and_names)
 }
 END_TEST
 
+/* The pattern's byte stream by its definition (word n = seed + n, little-endian), one byte at a
+ * time: what the whole-block paths of pattern.h must agree with. */
+static uint8_t reference_byte(uint32_t seed, uint64_t b)
+{
+	uint32_t w = seed + (uint32_t)(b / 4);
+
+	return (uint8_t)(w >> (8 * (b % 4)));
+}
+
+#define PATTERN_MAX 3000
+
+START_TEST(test_pattern_fill)
+{
+	/* lengths around a block (256 bytes) and several; offsets of every alignment, one past
+	 * 4 GiB words (the word counter wraps), a seed that wraps within the buffer */
+	static const size_t lens[] = { 0, 1, 3, 4, 5, 255, 256, 257, 511, 512, 515, 1027, PATTERN_MAX };
+	static const uint64_t poss[] = { 0, 1, 2, 3, 4, 6, 255, 4097, (1ull << 34) - 9 };
+	static uint8_t buf[PATTERN_MAX + 16];
+	const uint32_t seed = 0xfffffff0u;
+	size_t i, l, p;
+
+	for (l = 0; l < sizeof(lens) / sizeof(lens[0]); l++)
+		for (p = 0; p < sizeof(poss) / sizeof(poss[0]); p++) {
+			memset(buf, 0xa5, sizeof(buf));
+			mp_pattern_fill(buf + 8, lens[l], poss[p], seed);
+			for (i = 0; i < 8; i++) /* nothing before or after the range */
+				ck_assert_uint_eq(buf[i], 0xa5);
+			for (i = 8 + lens[l]; i < sizeof(buf); i++)
+				ck_assert_uint_eq(buf[i], 0xa5);
+			for (i = 0; i < lens[l]; i++)
+				ck_assert_msg(buf[8 + i] == reference_byte(seed, poss[p] + i),
+					      "length %zu at %llu: byte %zu is 0x%02x, want 0x%02x", lens[l],
+					      (unsigned long long)poss[p], i, buf[8 + i],
+					      reference_byte(seed, poss[p] + i));
+		}
+}
+END_TEST
+
+START_TEST(test_pattern_mismatches)
+{
+	/* every byte of a 3000-byte range (several blocks and a tail) wrong in turn, at offsets of
+	 * every alignment: the checker names that byte, the counter counts it once */
+	static const uint64_t poss[] = { 0, 1, 2, 3, 1026 };
+	static uint8_t buf[PATTERN_MAX];
+	const uint32_t seed = 0x12345678u;
+	size_t b, p;
+
+	for (p = 0; p < sizeof(poss) / sizeof(poss[0]); p++) {
+		const uint64_t pos = poss[p];
+
+		mp_pattern_fill(buf, sizeof(buf), pos, seed);
+		ck_assert_int_eq(mp_pattern_find_mismatch(buf, sizeof(buf), pos, seed), -1);
+		ck_assert_uint_eq(mp_pattern_count_mismatches(buf, sizeof(buf), pos, seed), 0);
+		for (b = 0; reference_byte(seed, pos + b) == reference_byte(seed + 1, pos + b); b++)
+			;
+		ck_assert_int_eq(mp_pattern_find_mismatch(buf, sizeof(buf), pos, seed + 1), (int64_t)b);
+		for (b = 0; b < sizeof(buf); b++) {
+			buf[b] ^= 0x80;
+			ck_assert_msg(mp_pattern_find_mismatch(buf, sizeof(buf), pos, seed) == (int64_t)b,
+				      "at %llu, byte %zu wrong: found %lld", (unsigned long long)pos, b,
+				      (long long)mp_pattern_find_mismatch(buf, sizeof(buf), pos, seed));
+			ck_assert_uint_eq(mp_pattern_count_mismatches(buf, sizeof(buf), pos, seed), 1);
+			if (b + 700 < sizeof(buf)) { /* a second one further on: the first is named */
+				buf[b + 700] ^= 0x01;
+				ck_assert_int_eq(mp_pattern_find_mismatch(buf, sizeof(buf), pos, seed),
+						 (int64_t)b);
+				ck_assert_uint_eq(mp_pattern_count_mismatches(buf, sizeof(buf), pos, seed),
+						  2);
+				buf[b + 700] ^= 0x01;
+			}
+			buf[b] ^= 0x80;
+		}
+		/* a whole block wrong counts every byte that differs */
+		memset(buf + 300, 0, 512);
+		{
+			size_t want = 0, i;
+
+			for (i = 300; i < 812; i++)
+				want += reference_byte(seed, pos + i) != 0;
+			ck_assert_uint_eq(mp_pattern_count_mismatches(buf, sizeof(buf), pos, seed), want);
+		}
+	}
+}
+END_TEST
+
 Suite *test_suite(void)
 {
 	Suite *s = suite_create("spec");
@@ -136,6 +222,8 @@ Suite *test_suite(void)
 	tcase_add_test(tc, test_register_names);
 	tcase_add_test(tc, test_fields);
 	tcase_add_test(tc, test_ring_sizes_and_names);
+	tcase_add_test(tc, test_pattern_fill);
+	tcase_add_test(tc, test_pattern_mismatches);
 	suite_add_tcase(s, tc);
 	return s;
 }

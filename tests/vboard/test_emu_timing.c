@@ -389,7 +389,7 @@ START_TEST(test_pio_cost)
 		struct pd_regs r;
 
 		ck_assert_int_eq(pd_regs_get(b.dev, 2, &r), 0);
-		ck_assert_ptr_nonnull(r.mmio);
+		ck_assert_ptr_nonnull((const void *)r.mmio);
 	}
 	eb_close(&b);
 }
