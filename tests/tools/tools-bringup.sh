@@ -159,8 +159,10 @@ run "$MPRACE" -d emu: selftest --long --seed 7
 n_long=$(grep -c '^ok' "$WORK/out")
 [ $rc -eq 0 ] && [ "$n_long" -gt "$(wc -l <"$WORK/first")" ] && grep -q '^# mode: long' "$WORK/out" &&
 	ok "selftest: --long runs more checks ($n_long)" || { not_ok "selftest --long (rc=$rc)"; diag "$WORK/out"; }
-run "$MPRACE" -d emu: selftest --report /nonexistent/dir/report
-[ $rc -eq 1 ] && grep -q 'cannot write the report /nonexistent/dir/report' "$WORK/err" && [ ! -s "$WORK/out" ] &&
+# (under a plain file: a path no one can create, whatever the machine holds)
+: >"$WORK/plain"
+run "$MPRACE" -d emu: selftest --report "$WORK/plain/report"
+[ $rc -eq 1 ] && grep -q "cannot write the report $WORK/plain/report" "$WORK/err" && [ ! -s "$WORK/out" ] &&
 	ok "selftest: a report that cannot be written fails before anything runs" || { not_ok "selftest bad report (rc=$rc)"; diag "$WORK/err"; }
 run "$MPRACE" -d emu: selftest --short --long
 [ $rc -eq 2 ] && ok "selftest: --short with --long is a usage error" || not_ok "selftest --short --long (rc=$rc)"
