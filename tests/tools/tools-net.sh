@@ -35,6 +35,14 @@ run "$RECV" --listen nonsense
 [ $rc -eq 2 ] && grep -q "bad address 'nonsense'" "$WORK/err" && ok "mprace-recv --listen nonsense: names it, status 2" ||
 	{ not_ok "mprace-recv --listen nonsense (rc=$rc)"; diag "$WORK/err"; }
 
+# a port file that cannot be written (under a plain file): the reason and status 2 at once,
+# not a receiver running while a script waits for the file (--duration would end it with 0)
+: >"$WORK/plain"
+run "$RECV" -l 127.0.0.1:0 --port-file "$WORK/plain/port" --duration 2
+[ $rc -eq 2 ] && grep -q "cannot write the port file $WORK/plain/port: Not a directory" "$WORK/err" &&
+	[ ! -e "$WORK/plain/port.tmp" ] && ok "mprace-recv --port-file unwritable: the reason, status 2" ||
+	{ not_ok "mprace-recv --port-file unwritable (rc=$rc)"; diag "$WORK/err"; }
+
 # --gpu where no GPU can be used (no GPU here, none that high, or a build without CUDA): the
 # reason and status 2 before anything is received
 if [ -z "$(ls /dev/nvidia[0-9]* 2>/dev/null)" ]; then

@@ -11,9 +11,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -55,8 +57,8 @@ void usage(FILE *f)
 "  -h, --help             this text\n"
 "\n"
 "Exit status: 0 every sender ended with all its chunks intact, 1 data missing, duplicated,\n"
-"wrong or a sender lost, 2 bad usage, cannot listen or no such GPU, 3 a GPU error, 130\n"
-"interrupted (summary printed).\n");
+"wrong or a sender lost, 2 bad usage, cannot listen, cannot write the port file or no such\n"
+"GPU, 3 a GPU error, 130 interrupted (summary printed).\n");
 }
 
 [[noreturn]] void usage_error(const std::string &msg)
@@ -204,15 +206,25 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, nullptr);
 	sigaction(SIGTERM, &sa, nullptr);
+	if (!o.port_file.empty()) {
+		// whole, or not there yet (a script polls for it); one that cannot be written would
+		// leave that script waiting for ever
+		const std::string tmp = o.port_file + ".tmp";
+		std::ofstream f(tmp);
+		f << rx->port() << "\n";
+		f.close();
+		if (!f || std::rename(tmp.c_str(), o.port_file.c_str())) {
+			const int err = errno;
+			std::remove(tmp.c_str());
+			std::fprintf(stderr, "mprace-recv: cannot write the port file %s: %s\n", o.port_file.c_str(),
+				     std::strerror(err ? err : EIO));
+			return EXIT_USAGE;
+		}
+	}
 	std::printf("mprace-recv: listening on %s (port %u), window %llu, max chunk %llu bytes\n",
 		    o.listen.c_str(), rx->port(), static_cast<unsigned long long>(o.window),
 		    static_cast<unsigned long long>(o.max_chunk));
 	std::fflush(stdout);
-	if (!o.port_file.empty()) {
-		const std::string tmp = o.port_file + ".tmp";
-		std::ofstream(tmp) << rx->port() << "\n";
-		std::rename(tmp.c_str(), o.port_file.c_str()); // whole, or not there yet
-	}
 
 	using clock = std::chrono::steady_clock;
 	const auto start = clock::now();
