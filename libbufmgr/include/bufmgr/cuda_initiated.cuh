@@ -133,13 +133,6 @@ __device__ inline std::uint32_t load_system(const void *p)
 	asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
 	return v;
 }
-// A record: later loads of the thread (the chunk's data) are ordered after it.
-__device__ inline std::uint32_t load_acquire_system(const void *p)
-{
-	std::uint32_t v;
-	asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-	return v;
-}
 
 // The doorbell: a release store at system scope, so that every earlier store of the thread (the
 // descriptors) is seen by any observer (the engine's fetch, the virtual board's watcher) before

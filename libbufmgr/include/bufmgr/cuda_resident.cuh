@@ -22,13 +22,15 @@
 // Memory ordering (why the data is there when the record says done): the engine writes the
 // chunk's data, then the record, as posted writes in that order (the virtual board: the record
 // with a release store after the data). The host writes a slot as: record cleared, address and
-// length, cookie (DMADescriptor::set). The block reads a slot's cookie first, then, after an
-// acquire fence at system scope (fence.acq_rel.sys), its record and address: a slot that showed
+// length, cookie (DMADescriptor::set). The block reads a slot's cookie first, with an acquire
+// load at system scope (ld.acquire.sys), then its address and record: a slot that showed
 // number n shows n's address and no record or n's own (read together, an old DONE record once
-// passed beside a new cookie and chunks were read before their data had landed). After the
-// chunk's record shows DONE, another acquire fence orders every later load of the block after
-// it, so they see the data that preceded the record; the data is read past the GPU's caches
-// (load_landed). The other way: the block's threads finish with the chunk, __syncthreads(), and
+// passed beside a new cookie and chunks were read before their data had landed). The record
+// too is read with an acquire load: the one that shows the chunk's end DONE orders the later
+// loads of its thread, and through __syncthreads() those of the block, after it, so they see
+// the data that preceded the record; the data is read past the GPU's caches (load_landed).
+// (Relaxed loads and acquire fences, fence.acq_rel.sys, did the same at a fence's cost.) The
+// job of a chunk is read after lane 0's acquire load of `posted` (and __syncwarp()). The other way: the block's threads finish with the chunk, __syncthreads(), and
 // thread 0 stores k + 1 into the host counter with a system-scope release store, so the host
 // never refills a buffer the GPU is still reading.
 //
@@ -108,9 +110,21 @@ struct ResidentShared {
 	Job jobs[kJobs];
 };
 
-// Acquire and release at system scope: cheaper than __threadfence_system() (a sequentially
-// consistent fence), and all the ordering argued above needs.
-__device__ inline void fence_acquire_system() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+// Acquire and release at system scope: all the ordering argued above needs. An acquire load
+// orders the thread's later loads after it without a fence (a system-scope fence, cheaper than
+// __threadfence_system() but still a wait, cost the GPU-initiated reader 0.6-0.8 us a chunk).
+__device__ inline std::uint32_t load_acquire_system(const volatile std::uint32_t *p)
+{
+	std::uint32_t v;
+	asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+}
+__device__ inline std::uint64_t load_acquire_system(const volatile std::uint64_t *p)
+{
+	std::uint64_t v;
+	asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+}
 __device__ inline void store_release_system(volatile std::uint64_t *p, std::uint64_t v)
 {
 	asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
@@ -203,8 +217,8 @@ inline void check_reader_args(const char *who, unsigned int count, unsigned int 
 
 // One look at ring slot (n mod size) for descriptor number n. The host writes a slot in the
 // order: record cleared, address and length, cookie (libmprace, DMADescriptor::set); the engine
-// writes the record last of all. So the cookie is read first, and only after an acquire fence
-// the record and the address: a slot that shows cookie n then shows n's address and either no
+// writes the record last of all. So the cookie is read first (an acquire load), and only after
+// it the record and the address: a slot that shows cookie n then shows n's address and either no
 // record or n's own. (Reading them together let an old DONE record pass beside a new cookie:
 // chunks were consumed before their data had landed.)
 struct SlotLook {
@@ -214,26 +228,27 @@ struct SlotLook {
 	std::uint32_t status;
 	std::uint64_t end; // its bus address + length
 };
-// cookie_seen: this thread has already seen cookie n in the slot (and fenced after it), so only
+// cookie_seen: this thread has already seen cookie n in the slot (with an acquire load), so only
 // the record and the address are read: one round trip over the bus per look while waiting.
 __device__ inline SlotLook look_at(const mp_hw_desc *ring, unsigned int mask, std::uint64_t n, bool cookie_seen)
 {
 	const mp_hw_desc *d = ring + (n & mask);
 	SlotLook l{};
 	if (!cookie_seen) {
-		const uint2 c = __ldcv(reinterpret_cast<const uint2 *>(&d->sw_cookie_lo));
-		const std::uint64_t cookie = c.x | (static_cast<std::uint64_t>(c.y) << 32);
+		// (the cookie's two words are one aligned 8-byte load: little-endian, lo first)
+		const std::uint64_t cookie = load_acquire_system(reinterpret_cast<const std::uint64_t *>(&d->sw_cookie_lo));
 		l.written = cookie == n;
 		l.lapped = cookie > n;
 		if (!l.written)
 			return l;
-		fence_acquire_system();
 	}
 	l.written = true;
-	const uint2 rec = __ldcv(reinterpret_cast<const uint2 *>(&d->result_bytes));
+	// the address first, then the record with acquire (the chunk's data after it): both in
+	// flight at once, one round trip a look
 	const uint4 head = __ldcv(reinterpret_cast<const uint4 *>(d)); // addr_lo, addr_hi, len, ctrl
-	l.status = rec.y;
-	l.done = (rec.y & MP_DESC_RESULT_STATUS_DONE_MASK) != 0;
+	const std::uint32_t status = load_acquire_system(&d->result_status);
+	l.status = status;
+	l.done = (status & MP_DESC_RESULT_STATUS_DONE_MASK) != 0;
 	l.end = (head.x | (static_cast<std::uint64_t>(head.y) << 32)) + head.z;
 	return l;
 }
@@ -261,14 +276,14 @@ __global__ void resident_kernel(ResidentShared *sh, const mp_hw_desc *ring, unsi
 			// chunk `seq` posted? (lane 0 reads host memory, the warp follows)
 			for (;;) {
 				if (lane == 0)
-					quit = sh->stop ? 1 : sh->posted > seq ? 2 : 0;
+					quit = sh->stop ? 1 : load_acquire_system(&sh->posted) > seq ? 2 : 0;
 				quit = __shfl_sync(0xffffffffu, quit, 0);
 				if (quit)
 					break;
 			}
 			quit = quit == 1;
 			if (!quit) {
-				fence_acquire_system(); // the job after `posted`
+				__syncwarp(); // the job after `posted` (lane 0's acquire) for every lane
 				const ResidentShared::Job &j = sh->jobs[seq % ResidentShared::kJobs];
 				const std::uint64_t end = j.end_bus;
 				for (;;) {
@@ -298,8 +313,7 @@ __global__ void resident_kernel(ResidentShared *sh, const mp_hw_desc *ring, unsi
 						quit = 1;
 						break;
 					}
-					if (hit) {
-						fence_acquire_system(); // the chunk's data after its record
+					if (hit) { // (its lane's acquire load of the record orders the data after it)
 						next += __ffs(hit); // past the chunk's last descriptor
 						break;
 					}
