@@ -32,12 +32,17 @@ static void rig_open(struct rig *g, const char *name)
 	run(&g->b, MP_CH_H2C);
 }
 
-/* One descriptor on ring r and wait for its record. */
+/* One descriptor, done. With CTRL.IRQ also its IRQ_STATUS bit: the engine raises it after
+ * the record, so a test that looked only at the record could run ahead of the interrupt; a
+ * read that shows the bit comes after the message the bit sent (if enabled). */
 static void one(struct rig *g, struct ering *r, uint32_t ctrl)
 {
 	uint32_t n = ering_put(&g->b, r, pd_kmem_bus_addr(g->km), 256, ctrl);
+	uint32_t bit = r == &g->rc ? C2H_DONE : H2C_DONE;
 
 	ck_assert_uint_eq(wait_done(r, n, EMU_WAIT_MS), MP_DESC_RESULT_STATUS_DONE_MASK);
+	if (ctrl & MP_DESC_CTRL_IRQ_MASK)
+		ck_assert_uint_eq(wait_bits(&g->b, MP_REG_IRQ_STATUS, bit, EMU_WAIT_MS), bit);
 }
 
 START_TEST(test_status_w1c)
@@ -141,6 +146,7 @@ START_TEST(test_vectors_1)
 	one(&g, &g.rc, MP_DESC_CTRL_IRQ_MASK);
 	one(&g, &g.rh, MP_DESC_CTRL_IRQ_MASK);
 	ering_put(&g.b, &g.rh, pd_kmem_bus_addr(g.km), 2, 0);   /* DESC_ALIGN */
+	ck_assert_uint_eq(wait_bits(&g.b, MP_REG_IRQ_STATUS, ERR_BIT, EMU_WAIT_MS), ERR_BIT);
 	ck_assert_uint_eq(wait_state(&g.b, MP_CH_H2C, MP_STATE_ERROR, EMU_WAIT_MS) & 3, MP_STATE_ERROR);
 	/* all three sources on vector 0 */
 	ck_assert_int_eq(pd_irq_wait(g.b.dev, 0, EMU_WAIT_MS), 3);

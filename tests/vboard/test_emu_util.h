@@ -256,6 +256,22 @@ static inline uint32_t wait_reg(struct eb *b, uint32_t off, uint32_t want, unsig
 	return v;
 }
 
+/* Polls a register of BAR0 until every bit of `mask` is set (others may be too); returns the
+ * register's mask bits as last read. */
+static inline uint32_t wait_bits(struct eb *b, uint32_t off, uint32_t mask, unsigned int ms)
+{
+	uint64_t end = now_ns() + (uint64_t)ms * 1000000u;
+	uint32_t v;
+
+	do {
+		v = rd(b, off) & mask;
+		if (v == mask)
+			return v;
+		sleep_us(20);
+	} while (now_ns() < end);
+	return v;
+}
+
 static inline void run(struct eb *b, unsigned int ch)
 {
 	cwr(b, ch, MP_CHREG_CONTROL, MP_CHREG_CONTROL_RUN_MASK);

@@ -332,6 +332,7 @@ void emu_irq_raise(struct emu_dev *d, uint32_t bit);
  * MSI reads the new value. */
 void emu_irq_raise_status(struct emu_dev *d, uint32_t bit, atomic_uint *reg, uint32_t val);
 void emu_irq_reset(struct emu_dev *d);
+uint32_t emu_irq_read_status(struct emu_dev *d);            /* IRQ_STATUS: after its messages */
 void emu_irq_write_status(struct emu_dev *d, uint32_t v);  /* IRQ_STATUS: write 1 to clear */
 void emu_irq_write_enable(struct emu_dev *d, uint32_t v);
 

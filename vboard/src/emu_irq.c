@@ -71,6 +71,19 @@ void emu_irq_raise_status(struct emu_dev *d, uint32_t bit, atomic_uint *reg, uin
 	pthread_mutex_unlock(&irq->lock);
 }
 
+/* IRQ_STATUS as a read sees it: under the lock of the raise, so that a read that shows a bit
+ * comes after the message that bit sent, as on PCIe, where the read's completion cannot pass
+ * the board's earlier posted writes (the MSI). */
+uint32_t emu_irq_read_status(struct emu_dev *d)
+{
+	uint32_t v;
+
+	pthread_mutex_lock(&d->irq.lock);
+	v = atomic_load_explicit(&d->irq.status, memory_order_relaxed);
+	pthread_mutex_unlock(&d->irq.lock);
+	return v;
+}
+
 void emu_irq_write_status(struct emu_dev *d, uint32_t v)
 {
 	pthread_mutex_lock(&d->irq.lock);

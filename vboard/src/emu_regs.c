@@ -95,7 +95,7 @@ uint32_t emu_reg_read(void *ctx, uint64_t off)
 	case MP_REG_CYCLE_HI:
 		return atomic_load_explicit(&d->cycle_hi, memory_order_relaxed);
 	case MP_REG_IRQ_STATUS:
-		return atomic_load_explicit(&d->irq.status, memory_order_acquire);
+		return emu_irq_read_status(d);
 	case MP_REG_IRQ_ENABLE:
 		return atomic_load_explicit(&d->irq.enable, memory_order_relaxed);
 	case MP_REG_TEST_CONTROL:
