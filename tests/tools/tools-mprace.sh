@@ -101,6 +101,15 @@ words "$WORK/pat1m.bin" >"$WORK/pat1m.txt"
 seq 0 262143 >"$WORK/want1m.txt"
 [ $rc -eq 0 ] && cmp -s "$WORK/pat1m.txt" "$WORK/want1m.txt" && grep -q 'into user memory' "$WORK/out" &&
 	ok "dma read 1M into user memory (scatter-gather): the pattern from 0" || { not_ok "dma read umem (rc=$rc)"; diag "$WORK/err"; }
+# -o to a path that cannot be written (under a plain file): the reason before any transfer,
+# status 1, no line saying what moved (the data would have been lost)
+: >"$WORK/plain"
+for c in "dma read 4K" "dma loop --pattern 4K" "bar read 2 0 64"; do
+	# shellcheck disable=SC2086
+	run M $c -o "$WORK/plain/x"
+	[ $rc -eq 1 ] && grep -q "cannot write $WORK/plain/x: Not a directory" "$WORK/err" && [ ! -s "$WORK/out" ] &&
+		ok "$c -o unwritable: fails before the transfer" || { not_ok "$c -o unwritable (rc=$rc)"; diag "$WORK/out"; }
+done
 run M dma read 16 --seed 0xfffffffe
 grep -q '^00000000: fffffffe ffffffff 00000000 00000001$' "$WORK/out" && ok "dma read as hex, pattern wraps at 2^32" || { not_ok "dma read hex"; diag "$WORK/out"; }
 run M dma write --pattern 64K --seed 7 --verify

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,17 @@ std::string reg_label(const Reg &r);   // "NAME (0xOFF)" or "0xOFF"
 void hexdump(const void *data, std::size_t len, std::uint64_t base);
 // A file's bytes ('-': stdin); Failed when it cannot be read.
 std::vector<unsigned char> read_file(const Args &a, const std::string &path);
-// Writes `len` bytes to `path` ('-': stdout); Failed on an error.
-void write_output(const std::string &path, const void *data, std::size_t len);
+// Where -o sends data ('-': stdout), opened before the transfer, so that a path that cannot
+// be written fails before the board moves anything (and no data is lost); Failed on an error.
+class Output {
+public:
+	explicit Output(const std::string &path);
+	void write(const void *data, std::size_t len);
+
+private:
+	std::string path_;
+	std::ofstream file_;
+};
 // Progress lines go to stderr when the data itself goes to stdout.
 std::FILE *info_stream(const Args &a);
 

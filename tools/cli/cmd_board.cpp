@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "cli.hpp"
 #include "cli_util.hpp"
@@ -103,10 +104,13 @@ void cmd_bar_read(Session &s, const Args &a)
 		a.fail(strprintf("BAR %u: there are %u", bar, PD_MAX_BARS));
 	if (off % 4 || len % 4 || len == 0)
 		a.fail("offset and length must be multiples of 4 (32-bit accesses), length > 0");
+	std::optional<Output> output;
+	if (a.has("-o"))
+		output.emplace(a.get("-o"));
 	std::vector<unsigned char> buf(len);
 	s.board().readBar(bar, off, buf.data(), len);
-	if (a.has("-o")) {
-		write_output(a.get("-o"), buf.data(), len);
+	if (output) {
+		output->write(buf.data(), len);
 		if (a.get("-o") != "-" && !s.quiet())
 			std::printf("bar%u: read %s at 0x%llx into %s\n", bar, format_size(len).c_str(),
 				    static_cast<unsigned long long>(off), a.get("-o").c_str());

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "cli.hpp"
@@ -38,6 +39,9 @@ void cmd_dma_read(Session &s, const Args &a)
 	}
 	if (seeded && (src == "pattern" || a.has("--seed")))
 		b.setPatternSeed(seed);
+	std::optional<Output> output;
+	if (a.has("-o"))
+		output.emplace(a.get("-o"));
 	HeldBuffer tmp;
 	mprace::DMABuffer &buf = dma_buffer(s, a, size, PD_DMA_FROM_DEVICE, tmp);
 	auto t0 = std::chrono::steady_clock::now();
@@ -48,8 +52,8 @@ void cmd_dma_read(Session &s, const Args &a)
 	if (!s.quiet())
 		std::fprintf(out, "dma read: %s from %s into %s (%s)\n", format_size(got).c_str(),
 			     source_name(b.c2hSource()), mprace::to_string(buf.kind()), rate(got, t).c_str());
-	if (a.has("-o"))
-		write_output(a.get("-o"), buf.data(), got);
+	if (output)
+		output->write(buf.data(), got);
 	else if (!a.has("--buffer"))
 		hexdump(buf.data(), got, 0);
 	if (a.has("--verify")) {
@@ -141,6 +145,9 @@ void cmd_dma_loop(Session &s, const Args &a)
 	if (!b.info().caps.loopback)
 		throw Failed("the engine has no loopback (CAPS.LOOPBACK = 0)");
 	mprace::DMAEngine &e = engine_for(s, a);
+	std::optional<Output> output;
+	if (a.has("-o"))
+		output.emplace(a.get("-o"));
 	b.setTestRouting(mprace::C2HSource::Loopback, mprace::H2CSink::Loopback);
 	mprace::DMABuffer out(b, size), in(b, size);
 	std::memcpy(in.data(), data.data(), size);
@@ -156,8 +163,8 @@ void cmd_dma_loop(Session &s, const Args &a)
 	if (!s.quiet())
 		std::fprintf(o, "dma loop: %s out and %s back through the loopback (%s)\n", format_size(size).c_str(),
 			     format_size(got).c_str(), rate(size, t).c_str());
-	if (a.has("-o"))
-		write_output(a.get("-o"), out.data(), got);
+	if (output)
+		output->write(out.data(), got);
 	if (got != size || std::memcmp(out.data(), in.data(), size) != 0)
 		throw Failed("dma loop: the data came back different");
 	std::fprintf(o, "verify: ok (%s came back unchanged)\n", format_size(size).c_str());

@@ -207,20 +207,26 @@ std::vector<unsigned char> read_file(const Args &a, const std::string &path)
 	return data;
 }
 
-void write_output(const std::string &path, const void *data, std::size_t len)
+Output::Output(const std::string &path) : path_(path)
 {
-	if (path == "-") {
+	if (path_ == "-")
+		return;
+	file_.open(path_, std::ios::binary | std::ios::trunc);
+	if (!file_)
+		throw Failed("cannot write " + path_ + ": " + std::strerror(errno));
+}
+
+void Output::write(const void *data, std::size_t len)
+{
+	if (path_ == "-") {
 		std::fwrite(data, 1, len, stdout);
 		std::fflush(stdout);
 		return;
 	}
-	std::ofstream f(path, std::ios::binary | std::ios::trunc);
-	if (!f)
-		throw Failed("cannot write " + path + ": " + std::strerror(errno));
-	f.write(static_cast<const char *>(data), static_cast<std::streamsize>(len));
-	f.close();
-	if (!f)
-		throw Failed("error writing " + path);
+	file_.write(static_cast<const char *>(data), static_cast<std::streamsize>(len));
+	file_.close();
+	if (!file_)
+		throw Failed("error writing " + path_);
 }
 
 std::FILE *info_stream(const Args &a) { return a.get("-o") == "-" ? stderr : stdout; }
