@@ -5,7 +5,9 @@
 #   1. per transport (UCX_TLS) and chunk size: ucx_perftest's active-message bandwidth
 #      (ucp_am_bw, its defaults: -O unlimited outstanding sends, -W 127) against the network
 #      stage, the virtual board at gen3x8 -> dmabench net-pb<S>x8 -> mprace-recv (not checking,
-#      as ucx_perftest does not; and checking the pattern), and the board alone (c2h-umem);
+#      as ucx_perftest does not; checking the pattern; and writing every chunk on to a second
+#      virtual board at gen3x8, whose checker checks it: network -> board), and the board
+#      alone (c2h-umem);
 #      and, as references that do not sit in the cache, ucx_perftest with messages of the
 #      transfer size and one thread's memcpy of that size;
 #   2. 1 -> 2 -> 4 senders (each a dmabench process with its own virtual board) into 2
@@ -78,9 +80,9 @@ for tls in $TRANSPORTS; do
 		wait $spid || true
 		perf=$(awk -v m="$mibs" 'BEGIN { printf "%.1f", m * 1.048576 }')
 		echo "\"$tls\",$chunk,ucx_perftest ucp_am_bw,$perf" >>"$out/net-vs-perftest.csv"
-		for check in no-check check ${GPU:+gpu-no-check gpu-check}; do
+		for check in no-check check board ${GPU:+gpu-no-check gpu-check}; do
 			start_recv "$out/recv-$n-$check.log" --senders 1 $(case $check in *no-check) echo --no-check ;; esac) \
-				$(case $check in gpu-*) echo --gpu "$GPU" ;; esac)
+				$(case $check in gpu-*) echo --gpu "$GPU" ;; board) echo --board emu:link=gen3x8 ;; esac)
 			"$DMABENCH" -d emu:link=gen3x8 -m "net-pb${chunk}x8" --net-to "127.0.0.1:$port" -s "$SIZE" \
 				-n "$ITERS" -r 3 --plot none --no-progress -o "$out/net-$n-$check" >"$out/net-$n-$check.log" 2>&1
 			wait $rpid || { echo "receiver failed:"; cat "$out/recv-$n-$check.log"; exit 1; }

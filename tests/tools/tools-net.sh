@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # The network stage's tools end to end (TAP): mprace-recv's usage errors; dmabench's net modes
 # into mprace-recv over TCP and shared memory, one and two senders, the pattern checked at the
-# receiver; a refused connection; Ctrl-C on the receiver; and the same across two network
+# receiver; network -> board (mprace-recv --board: the board's checker judges every chunk); a
+# refused connection; Ctrl-C on the receiver; and the same across two network
 # namespaces joined by a veth pair (created and removed here; skipped with the reason where
 # the machine forbids them). Built only with UCX (configure: the network stage).
 . "${top_srcdir:-../..}/tests/tools/tools-tap.sh"
@@ -22,7 +23,7 @@ trap cleanup EXIT
 for bad in "" "--listen" "-l :1 --window 0" "-l :1 --window 2000" "-l :1 --max-chunk 0" \
 	   "-l :1 --max-chunk 5G" "-l :1 --seed x" "-l :1 --duration -1" "-l :1 --bogus" "-l :1 extra" \
 	   "-l :1 --gpu x" "-l :1 --gpu -1" "-l :1 --gpu 0 --gpu-depth 0" "-l :1 --gpu 0 --gpu-depth 257" \
-	   "-l :1 --gpu-depth 4"; do
+	   "-l :1 --gpu-depth 4" "-l :1 --board" "-l :1 --board emu: --gpu 0"; do
 	# shellcheck disable=SC2086  # word splitting wanted
 	run "$RECV" $bad
 	if [ $rc -eq 2 ] && grep -q '^Usage: mprace-recv' "$WORK/err"; then
@@ -53,6 +54,16 @@ fi
 run "$RECV" -l 127.0.0.1:0 --gpu 1023
 [ $rc -eq 2 ] && grep -q -- "--gpu 1023: " "$WORK/err" && ok "mprace-recv --gpu 1023: the reason, status 2" ||
 	{ not_ok "mprace-recv --gpu 1023 (rc=$rc)"; diag "$WORK/err"; }
+
+# --board with a board that cannot be opened: the reason and status 2 before anything is
+# received, and no port file (a script waiting for it would send to a receiver that is gone)
+run "$RECV" -l 127.0.0.1:0 --board /dev/fpga-none --port-file "$WORK/bport" --duration 2
+[ $rc -eq 2 ] && grep -q -- "--board /dev/fpga-none: " "$WORK/err" && [ ! -e "$WORK/bport" ] &&
+	ok "mprace-recv --board with no such board: the reason, status 2, no port file" ||
+	{ not_ok "mprace-recv --board /dev/fpga-none (rc=$rc)"; diag "$WORK/err"; }
+run "$RECV" -l 127.0.0.1:0 --board emu:nosuchoption=1 --duration 2
+[ $rc -eq 2 ] && grep -q -- "--board emu:nosuchoption=1: " "$WORK/err" && ok "mprace-recv --board with a bad emu: option: the reason, status 2" ||
+	{ not_ok "mprace-recv --board emu:nosuchoption=1 (rc=$rc)"; diag "$WORK/err"; }
 
 # start_recv [NETNS] ARGS...: a receiver in the background on a free port ($port, $recv_pid).
 start_recv() {
@@ -119,6 +130,30 @@ if [ $s1_rc -eq 0 ] && [ $s2_rc -eq 0 ] && [ $recv_rc -eq 0 ] && intact 2 && gre
 else
 	not_ok "two senders -> one receiver (senders $s1_rc $s2_rc, receiver $recv_rc)"; diag "$WORK/recv.out" "$WORK/s1.out"
 fi
+
+# ---- network -> board: two senders into a receiver that writes every chunk on to its own
+# virtual board, whose checker judges each chunk at its stream offset (the CPU checks nothing)
+start_recv -l 127.0.0.1:0 --senders 2 --seed 9 --board emu:link=gen3x8
+# shellcheck disable=SC2086
+"$DMABENCH" -d emu: -m net-pb1Mx4 --net-to "127.0.0.1:$port" --net-source 1 --net-seed 9 $NET_SWEEP -o "$WORK/b1" >"$WORK/b1.out" 2>&1 &
+s1=$!
+# shellcheck disable=SC2086
+"$DMABENCH" -d emu: -m net-pb64Kx8 --net-to "127.0.0.1:$port" --net-source 2 --net-seed 9 $NET_SWEEP -o "$WORK/b2" >"$WORK/b2.out" 2>&1
+s2_rc=$?
+wait $s1; s1_rc=$?
+wait_recv
+if [ $s1_rc -eq 0 ] && [ $s2_rc -eq 0 ] && [ $recv_rc -eq 0 ] && intact 2 && grep -q '(checked by the board)$' "$WORK/recv.out"; then
+	ok "two senders -> mprace-recv --board emu: every chunk written on to the board and right by its checker"
+else
+	not_ok "network -> board (senders $s1_rc $s2_rc, receiver $recv_rc)"; diag "$WORK/recv.out" "$WORK/b1.out"
+fi
+# the board's checker can fail: the receiver expects another seed than the sender's
+start_recv -l 127.0.0.1:0 --senders 1 --seed 10 --board emu:
+run "$DMABENCH" -d emu: -m net --net-to "127.0.0.1:$port" --net-seed 9 -s 1M -n 2 -r 1 --plot none -o "$WORK/b3"
+wait_recv
+[ $rc -eq 0 ] && [ $recv_rc -eq 1 ] && grep -q "the board's checker found 65536 of 65536 words differing" "$WORK/recv.out" &&
+	ok "mprace-recv --board expecting another seed: the board's checker reports every word, status 1" ||
+	{ not_ok "wrong seed at the board not detected (dmabench $rc, receiver $recv_rc)"; diag "$WORK/recv.out"; }
 
 # ---- a receiver killed under a sender and started again on its port: it takes it at once
 # (the dead one's connections linger in TIME_WAIT; mprace-recv asks UCX for SO_REUSEADDR)

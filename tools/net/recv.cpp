@@ -4,7 +4,8 @@
 // accepts any number of senders (dmabench's net modes, or a program of the user's), checks each
 // chunk against the board's counter pattern at the chunk's stream offset, counts lost,
 // duplicated and reordered chunks per sender, and prints the throughput it sees. With --gpu
-// every chunk goes on into GPU memory (bufmgr/net_cuda.hpp) and is checked there.
+// every chunk goes on into GPU memory (bufmgr/net_cuda.hpp) and is checked there; with --board
+// it goes on to this host's board (H2C), whose pattern checker checks it.
 // docs/network.md and mprace-recv(1) describe it.
 #include <getopt.h>
 #include <signal.h>
@@ -23,13 +24,15 @@
 #include "../common/units.hpp"
 #include "bufmgr/net.hpp"
 #include "mprace-spec/pattern.h"
+#include "../common/device.hpp"
+#include "recv_board.hpp"
 #include "recv_gpu.hpp"
 
 using tools::strprintf;
 
 namespace {
 
-constexpr int EXIT_DATA = 1, EXIT_USAGE = 2, EXIT_GPU = 3, EXIT_INTERRUPTED = 130;
+constexpr int EXIT_DATA = 1, EXIT_USAGE = 2, EXIT_GPU = 3, EXIT_BOARD = 4, EXIT_INTERRUPTED = 130;
 
 void usage(FILE *f)
 {
@@ -51,14 +54,17 @@ void usage(FILE *f)
 "      --gpu N            take every chunk on into GPU N's memory (the copy engine reads the\n"
 "                         receiver's memory) and check the pattern there, on the GPU\n"
 "      --gpu-depth N      chunks on the GPU at once (GPU buffers of --max-chunk; default 4)\n"
+"      --board DEVICE     write every chunk on to this host's board (H2C, from where it\n"
+"                         landed: no CPU copy), whose pattern checker checks it (emu:,\n"
+"                         sim:, /dev/fpgaN)\n"
 "      --port-file FILE   write the port listened on to FILE once listening\n"
 "      --interval SEC     print the throughput every SEC seconds (default 1; 0: never)\n"
 "  -q, --quiet            only the summary\n"
 "  -h, --help             this text\n"
 "\n"
 "Exit status: 0 every sender ended with all its chunks intact, 1 data missing, duplicated,\n"
-"wrong or a sender lost, 2 bad usage, cannot listen, cannot write the port file or no such\n"
-"GPU, 3 a GPU error, 130 interrupted (summary printed).\n");
+"wrong or a sender lost, 2 bad usage, cannot listen, cannot write the port file, no such\n"
+"GPU or board, 3 a GPU error, 4 a board error, 130 interrupted (summary printed).\n");
 }
 
 [[noreturn]] void usage_error(const std::string &msg)
@@ -84,6 +90,7 @@ struct Options {
 	int gpu = -1; // --gpu
 	std::uint64_t gpu_depth = 4;
 	bool gpu_depth_given = false;
+	std::string board; // --board
 	double duration = 0, interval = 1;
 	bool check = true, quiet = false;
 	std::string port_file;
@@ -92,7 +99,7 @@ struct Options {
 Options parse(int argc, char **argv)
 {
 	enum { OPT_SENDERS = 256, OPT_DURATION, OPT_SEED, OPT_NO_CHECK, OPT_WINDOW, OPT_MAX_CHUNK, OPT_HOLD,
-	       OPT_PORT_FILE, OPT_INTERVAL, OPT_GPU, OPT_GPU_DEPTH };
+	       OPT_PORT_FILE, OPT_INTERVAL, OPT_GPU, OPT_GPU_DEPTH, OPT_BOARD };
 	static const option longopts[] = {
 		{"listen", required_argument, nullptr, 'l'},
 		{"senders", required_argument, nullptr, OPT_SENDERS},
@@ -105,6 +112,7 @@ Options parse(int argc, char **argv)
 		{"port-file", required_argument, nullptr, OPT_PORT_FILE},
 		{"gpu", required_argument, nullptr, OPT_GPU},
 		{"gpu-depth", required_argument, nullptr, OPT_GPU_DEPTH},
+		{"board", required_argument, nullptr, OPT_BOARD},
 		{"interval", required_argument, nullptr, OPT_INTERVAL},
 		{"quiet", no_argument, nullptr, 'q'},
 		{"help", no_argument, nullptr, 'h'},
@@ -164,6 +172,11 @@ Options parse(int argc, char **argv)
 				usage_error("--gpu-depth takes 1 to 256 chunks");
 			o.gpu_depth_given = true;
 			break;
+		case OPT_BOARD:
+			if (!*optarg)
+				usage_error("--board takes a device name (emu:, sim:, /dev/fpgaN)");
+			o.board = optarg;
+			break;
 		case OPT_INTERVAL: o.interval = seconds("interval"); break;
 		case 'q': o.quiet = true; break;
 		case 'h': usage(stdout); std::exit(0);
@@ -177,6 +190,8 @@ Options parse(int argc, char **argv)
 		usage_error("--listen [HOST]:PORT is required");
 	if (o.gpu_depth_given && o.gpu < 0)
 		usage_error("--gpu-depth needs --gpu");
+	if (!o.board.empty() && o.gpu >= 0)
+		usage_error("--board and --gpu: a chunk goes on to one of them");
 	return o;
 }
 
@@ -186,6 +201,7 @@ double mbps(std::uint64_t bytes, double s) { return s > 0 ? bytes / s / 1e6 : 0;
 
 int main(int argc, char **argv)
 {
+	tools::link_virtual_board();
 	const Options o = parse(argc, argv);
 	// A receiver restarted after a crash takes its port again at once (SO_REUSEADDR), unless
 	// the user says otherwise; UCX reads this when it starts.
@@ -200,6 +216,16 @@ int main(int argc, char **argv)
 	} catch (const std::exception &e) {
 		std::fprintf(stderr, "mprace-recv: %s\n", e.what());
 		return EXIT_USAGE;
+	}
+	// The board before the port file: a script that sees the port expects a receiver that runs.
+	std::unique_ptr<recvboard::Sink> board;
+	if (!o.board.empty()) {
+		try {
+			board = std::make_unique<recvboard::Sink>(o.board, o.max_chunk);
+		} catch (const std::exception &e) {
+			std::fprintf(stderr, "mprace-recv: --board %s: %s\n", o.board.c_str(), e.what());
+			return EXIT_USAGE;
+		}
 	}
 	g_receiver = rx.get();
 	struct sigaction sa{};
@@ -231,6 +257,16 @@ int main(int argc, char **argv)
 	clock::time_point first{}, last{}, tick = start;
 	std::uint64_t bytes = 0, chunks = 0, bytes_at_tick = 0, pattern_errors = 0;
 	std::vector<std::uint64_t> bad_per_conn;
+	// A chunk found wrong: counted, and the first few said.
+	const auto wrong = [&](const bufmgr::net::ChunkHeader &h, std::size_t conn, const std::string &what) {
+		if (bad_per_conn.size() <= conn)
+			bad_per_conn.resize(conn + 1);
+		++pattern_errors;
+		++bad_per_conn[conn];
+		if (pattern_errors <= 5)
+			std::printf("mprace-recv: source %u chunk %llu: %s\n", h.source,
+				    static_cast<unsigned long long>(h.sequence), what.c_str());
+	};
 	// A chunk that arrived whole (and, with --gpu, was copied and checked on the GPU); `at` is
 	// where it first differs from the pattern, -1 where it does not or was not checked.
 	const auto arrived = [&](const bufmgr::net::ChunkHeader &h, std::size_t size, std::size_t conn, std::int64_t at) {
@@ -242,15 +278,10 @@ int main(int argc, char **argv)
 		bytes += size;
 		if (bad_per_conn.size() <= conn)
 			bad_per_conn.resize(conn + 1);
-		if (at >= 0) {
-			++pattern_errors;
-			++bad_per_conn[conn];
-			if (pattern_errors <= 5)
-				std::printf("mprace-recv: source %u chunk %llu: byte %lld (stream offset %llu) differs "
-					    "from the pattern%s\n",
-					    h.source, static_cast<unsigned long long>(h.sequence), static_cast<long long>(at),
-					    static_cast<unsigned long long>(h.offset + at), o.gpu >= 0 ? " (in GPU memory)" : "");
-		}
+		if (at >= 0)
+			wrong(h, conn, strprintf("byte %lld (stream offset %llu) differs from the pattern%s",
+						 static_cast<long long>(at), static_cast<unsigned long long>(h.offset + at),
+						 o.gpu >= 0 ? " (in GPU memory)" : ""));
 	};
 	std::unique_ptr<recvgpu::Stage> gpu;
 	if (o.gpu >= 0) {
@@ -265,7 +296,12 @@ int main(int argc, char **argv)
 			    static_cast<unsigned long long>(o.gpu_depth), o.check ? ", checked there" : "");
 		std::fflush(stdout);
 	}
-	bool gpu_failed = false;
+	if (board) {
+		std::printf("mprace-recv: chunks go on to the board %s%s\n", board->device().c_str(),
+			    o.check ? ", checked by its pattern checker" : "");
+		std::fflush(stdout);
+	}
+	bool gpu_failed = false, board_failed = false;
 	for (;;) {
 		if (g_stop.load())
 			break;
@@ -291,9 +327,34 @@ int main(int argc, char **argv)
 			}
 		} else if (auto chunk = rx->next(std::chrono::milliseconds(100))) {
 			std::int64_t at = -1;
-			if (o.check)
+			if (board && !recvboard::Sink::fits(*chunk)) {
+				wrong(chunk->header, chunk->connection,
+				      strprintf("%zu bytes at stream offset %llu: not whole 32-bit words, which the "
+						"board cannot take (not written to it)",
+						chunk->size, static_cast<unsigned long long>(chunk->header.offset)));
+			} else if (board) {
+				try {
+					const recvboard::Checked k = board->write(*chunk, static_cast<std::uint32_t>(o.seed));
+					if (o.check && (k.words != chunk->size / 4 || k.errors))
+						wrong(chunk->header, chunk->connection,
+						      strprintf("the board's checker found %llu of %llu words differing from "
+								"the pattern (stream offset %llu, %zu bytes)",
+								static_cast<unsigned long long>(k.errors),
+								static_cast<unsigned long long>(k.words),
+								static_cast<unsigned long long>(chunk->header.offset), chunk->size));
+				} catch (const std::exception &e) {
+					std::fprintf(stderr, "mprace-recv: the board %s: chunk %llu of source %u: %s\n",
+						     board->device().c_str(),
+						     static_cast<unsigned long long>(chunk->header.sequence),
+						     chunk->header.source, e.what());
+					rx->release(*chunk);
+					board_failed = true;
+					break;
+				}
+			} else if (o.check) {
 				at = mp_pattern_find_mismatch(chunk->data, chunk->size, chunk->header.offset,
 							      static_cast<std::uint32_t>(o.seed));
+			}
 			arrived(chunk->header, chunk->size, chunk->connection, at);
 			if (o.hold_us)
 				std::this_thread::sleep_for(std::chrono::microseconds(o.hold_us));
@@ -343,12 +404,16 @@ int main(int argc, char **argv)
 	std::printf("total: %llu chunks, %llu bytes from %zu senders, %.1f MB/s from the first chunk to the "
 		    "last%s\n",
 		    static_cast<unsigned long long>(chunks), static_cast<unsigned long long>(bytes), conns.size(),
-		    mbps(bytes, span), !o.check ? " (data not checked)" : gpu ? " (checked in GPU memory)" : "");
+		    mbps(bytes, span),
+		    !o.check ? " (data not checked)" : gpu ? " (checked in GPU memory)" : board ? " (checked by the board)" : "");
 	std::fflush(stdout);
 	gpu.reset(); // gives the receiver's memory back before the receiver goes
+	board.reset(); // unmaps it from the board
 	g_receiver = nullptr;
 	if (gpu_failed)
 		return EXIT_GPU;
+	if (board_failed)
+		return EXIT_BOARD;
 	if (g_stop.load())
 		return EXIT_INTERRUPTED;
 	return bad ? EXIT_DATA : 0;
