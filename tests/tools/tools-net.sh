@@ -147,6 +147,15 @@ if [ $s1_rc -eq 0 ] && [ $s2_rc -eq 0 ] && [ $recv_rc -eq 0 ] && intact 2 && gre
 else
 	not_ok "network -> board (senders $s1_rc $s2_rc, receiver $recv_rc)"; diag "$WORK/recv.out" "$WORK/b1.out"
 fi
+# a slow board at the receiver (Gen1 x1: about 210 MB/s) stalls the sending board (Gen3 x8, 7.1
+# GB/s) through the credits: the sender cannot outrun it, and nothing is lost
+start_recv -l 127.0.0.1:0 --senders 1 --board emu:link=gen1x1
+run "$DMABENCH" -d emu:link=gen3x8 -m net-pb256Kx8 --net-to "127.0.0.1:$port" -s 8M -n 2 -r 1 --plot none --no-progress -o "$WORK/b4"
+wait_recv
+rate=$(awk -F, 'NR == 2 { print int($7) }' "$WORK/b4.csv" 2>/dev/null)
+[ $rc -eq 0 ] && [ $recv_rc -eq 0 ] && intact 1 && [ -n "$rate" ] && [ "$rate" -le 400 ] &&
+	ok "a Gen1 x1 board at the receiver holds the Gen3 x8 sender to its rate ($rate MB/s), nothing lost" ||
+	{ not_ok "slow receiving board (dmabench $rc at '$rate' MB/s, receiver $recv_rc)"; diag "$WORK/recv.out" "$WORK/out"; }
 # the board's checker can fail: the receiver expects another seed than the sender's
 start_recv -l 127.0.0.1:0 --senders 1 --seed 10 --board emu:
 run "$DMABENCH" -d emu: -m net --net-to "127.0.0.1:$port" --net-seed 9 -s 1M -n 2 -r 1 --plot none -o "$WORK/b3"
