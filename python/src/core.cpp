@@ -53,6 +53,10 @@
 #include "bufmgr/cuda.hpp"
 #endif
 
+#if defined(MPRACE_PY_UCX) && defined(MPRACE_PY_CUDA)
+#include "bufmgr/net_cuda.hpp"
+#endif
+
 namespace nb = nanobind;
 using namespace std::chrono_literals;
 
@@ -845,13 +849,15 @@ struct NetSenderCore : RelayCore<NetRelay> {
 // zero-copy views of the receiver's memory; their memory stays while arrays view them (as a
 // stream's buffers do), and release() returns the credit to the sender.
 struct NetChunkCore;
+struct NetGpuCore;
 
 struct NetReceiverCore {
 	std::unique_ptr<bufmgr::net::Receiver> rx;
 	std::vector<NetChunkCore *> lent;
 	long exports = 0; // buffer-protocol views of chunks: the memory stays while any
 	bool closed = false;
-	std::atomic<int> waiting{0}; // next() calls inside the receiver (GIL released)
+	std::atomic<int> waiting{0}; // next() and GPU reads inside the receiver (GIL released)
+	NetGpuCore *gpu = nullptr;   // while open, chunks are handed out through it only
 
 	void check() const
 	{
@@ -860,6 +866,7 @@ struct NetReceiverCore {
 	}
 	nb::object next(nb::handle self, double timeout_s);
 	void close();
+	void close_gpu();
 	nb::list connections() const
 	{
 		nb::list out;
@@ -913,6 +920,9 @@ struct NetChunkCore {
 nb::object NetReceiverCore::next(nb::handle self, double timeout_s)
 {
 	check();
+	if (gpu)
+		throw mprace::Error(EBUSY, "this receiver's chunks go into a GPU (Receiver.gpu()): read them there, "
+					   "or close that first");
 	auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
 	for (;;) {
 		std::optional<bufmgr::net::Chunk> got;
@@ -959,6 +969,7 @@ void NetReceiverCore::close()
 		while (waiting > 0)
 			std::this_thread::sleep_for(1ms);
 	}
+	close_gpu(); // (it uses the receiver's memory)
 	if (exports == 0) // else arrays still view its memory: freed with the last of them
 		rx.reset();
 }
@@ -998,6 +1009,158 @@ PyType_Slot net_chunk_slots[] = {
 	{Py_bf_releasebuffer, reinterpret_cast<void *>(net_chunk_release_buffer)},
 	{0, nullptr},
 };
+
+#ifdef MPRACE_PY_CUDA
+// The receiving side into a GPU (bufmgr::net::ReceiverToGpu): the GPU's copy engine takes each
+// chunk from the receiver's memory (registered with CUDA once) into the stage's GPU buffer, and
+// read() passes it on into the caller's array, device to device, after the work queued before
+// on the legacy default stream (CuPy's and PyTorch's default). read() returns once the chunk is
+// there, and its credit has gone back to the sender.
+struct NetGpuCore {
+	nb::object receiver; // the NetReceiverCore, kept alive
+	std::unique_ptr<bufmgr::net::ReceiverToGpu> stage;
+	int device = 0;
+	void *dst = nullptr;                // during read(): where the chunk goes
+	bool closing = false;               // close() from another thread: a read() in progress ends
+	cudaEvent_t after_default = nullptr; // the legacy stream's work before the chunk's copy
+
+	NetReceiverCore &r() { return nb::cast<NetReceiverCore &>(receiver); }
+	bool closed() const { return !stage; }
+	nb::object read(nb::ndarray<nb::device::cuda, nb::c_contig> to, double timeout_s);
+	// Frees the GPU buffers and gives the receiver's memory back; the receiver hands chunks out
+	// through next() again. Called with no read() inside (the receiver's close() waits for them).
+	void close_stage()
+	{
+		if (!stage)
+			return;
+		{
+			DeviceScope on(device);
+			stage.reset();
+			cudaEventDestroy(after_default);
+			after_default = nullptr;
+		}
+		r().gpu = nullptr;
+	}
+	void close()
+	{
+		if (!stage)
+			return;
+		NetReceiverCore &rc = r();
+		closing = true; // no read() starts from here on
+		if (rc.waiting > 0) { // one in another thread: interrupted, waited for
+			rc.rx->interrupt();
+			nb::gil_scoped_release unlocked;
+			while (rc.waiting > 0)
+				std::this_thread::sleep_for(1ms);
+		}
+		close_stage();
+	}
+	~NetGpuCore()
+	{
+		try {
+			close_stage();
+		} catch (...) {
+		}
+	}
+};
+
+nb::object NetGpuCore::read(nb::ndarray<nb::device::cuda, nb::c_contig> to, double timeout_s)
+{
+	NetReceiverCore &rc = r();
+	rc.check();
+	if (!stage || closing)
+		throw nb::value_error("the GPU stage is closed");
+	if (rc.waiting > 0)
+		throw mprace::Error(EBUSY, "this receiver is in use (by another thread)");
+	if (to.device_id() != device)
+		throw nb::value_error(("the destination is on CUDA device " + std::to_string(to.device_id()) +
+				       ", the stage on device " + std::to_string(device)).c_str());
+	// Any chunk must fit before one is taken: one that did not would be lost.
+	if (to.nbytes() < rc.rx->max_chunk())
+		throw nb::value_error(("the destination holds " + std::to_string(to.nbytes()) +
+				       " bytes; a chunk may have up to max_chunk = " + std::to_string(rc.rx->max_chunk()))
+					      .c_str());
+	dst = to.data();
+	auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+	for (;;) {
+		std::optional<bufmgr::net::GpuNetChunk> got;
+		bool drained;
+		++rc.waiting;
+		try {
+			nb::gil_scoped_release unlocked;
+			DeviceScope on(device);
+			got = stage->pump(50ms);
+			if (got)
+				stage->flush(); // the chunk in dst, its credit back to the sender
+			drained = !got && stage->in_flight() == 0 && rc.rx->drained();
+		} catch (...) {
+			--rc.waiting;
+			throw;
+		}
+		--rc.waiting;
+		if (rc.closed)
+			throw nb::value_error("the receiver was closed");
+		if (got) {
+			const bufmgr::net::ChunkHeader &h = got->header;
+			return nb::make_tuple(h.source, h.sequence, h.link_sequence, h.timeframe, h.offset, got->bytes,
+					      got->connection);
+		}
+		if (closing)
+			throw nb::value_error("the GPU stage was closed");
+		if (drained)
+			return nb::none(); // every sender ended or was lost, nothing left
+		if (PyErr_CheckSignals() != 0)
+			throw nb::python_error();
+		if (timeout_s >= 0 && std::chrono::steady_clock::now() >= until) {
+			set_os_error(g_timeout, ETIMEDOUT, "no chunk came in " + std::to_string(timeout_s) + " s");
+			throw nb::python_error();
+		}
+	}
+}
+
+void NetReceiverCore::close_gpu()
+{
+	if (gpu)
+		gpu->close_stage();
+}
+
+// Receiver.gpu(): the stage on `device` (< 0: the current one).
+NetGpuCore *net_gpu(nb::handle self, int device)
+{
+	NetReceiverCore &rc = nb::cast<NetReceiverCore &>(self);
+	rc.check();
+	if (rc.gpu)
+		throw mprace::Error(EBUSY, "this receiver feeds a GPU stage already");
+	device = checked_device(device);
+	DeviceScope on(device);
+	auto g = std::make_unique<NetGpuCore>();
+	g->receiver = nb::borrow(self);
+	g->device = device;
+	bufmgr::cuda::check(cudaEventCreateWithFlags(&g->after_default, cudaEventDisableTiming), "cudaEventCreate");
+	bufmgr::net::ReceiverToGpuOptions o;
+	o.device = device;
+	o.depth = 1; // read() takes one chunk at a time
+	o.streams = 1;
+	NetGpuCore *gp = g.get();
+	o.on_chunk = [gp](const bufmgr::net::GpuNetChunk &c, cudaStream_t st) {
+		bufmgr::cuda::check(cudaEventRecord(gp->after_default, cudaStreamLegacy), "cudaEventRecord");
+		bufmgr::cuda::check(cudaStreamWaitEvent(st, gp->after_default, 0), "cudaStreamWaitEvent");
+		bufmgr::cuda::check(cudaMemcpyAsync(gp->dst, c.gpu, c.bytes, cudaMemcpyDeviceToDevice, st),
+				    "cudaMemcpyAsync into the destination");
+	};
+	try {
+		g->stage = std::make_unique<bufmgr::net::ReceiverToGpu>(*rc.rx, std::move(o));
+	} catch (...) {
+		cudaEventDestroy(g->after_default);
+		g->after_default = nullptr;
+		throw;
+	}
+	rc.gpu = gp;
+	return g.release();
+}
+#else
+void NetReceiverCore::close_gpu() {}
+#endif
 #endif
 
 // ------------------------------------------------------------------------------ board
@@ -1440,7 +1603,19 @@ NB_MODULE(_core, m)
 		.def_prop_ro("closed", [](NetReceiverCore &r) { return r.closed; })
 		.def_prop_ro("port", [](NetReceiverCore &r) { r.check(); return r.rx->port(); })
 		.def_prop_ro("drained", [](NetReceiverCore &r) { r.check(); return r.rx->drained(); })
-		.def_prop_ro("pending", [](NetReceiverCore &r) { r.check(); return r.rx->pending(); });
+		.def_prop_ro("pending", [](NetReceiverCore &r) { r.check(); return r.rx->pending(); })
+		.def_prop_ro("max_chunk", [](NetReceiverCore &r) { r.check(); return r.rx->max_chunk(); })
+#ifdef MPRACE_PY_CUDA
+		.def("gpu", &net_gpu, nb::rv_policy::take_ownership)
+#endif
+		;
+#ifdef MPRACE_PY_CUDA
+	nb::class_<NetGpuCore>(m, "_NetGpu")
+		.def("read", &NetGpuCore::read, nb::arg("dst").noconvert(), nb::arg("timeout_s"))
+		.def("close", &NetGpuCore::close)
+		.def_prop_ro("closed", &NetGpuCore::closed)
+		.def_prop_ro("device", [](NetGpuCore &g) { return g.device; });
+#endif
 #else
 	m.attr("built_with_ucx") = false;
 #endif

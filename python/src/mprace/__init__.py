@@ -21,7 +21,7 @@ from __future__ import annotations
 import builtins
 import errno
 import os
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -35,7 +35,8 @@ if _core.built_with_ucx:
 
 __all__ = ["open", "list", "Board", "Buffer", "Transfer", "Stream", "Chunk", "GpuStage", "Registers",
            "NoBoardError", "TransferTimeout", "EngineError", "CudaError", "cuda_available",
-           "cuda_unavailable_reason", "NetSender", "Receiver", "network_available", "SOURCES", "SINKS"]
+           "cuda_unavailable_reason", "NetSender", "Receiver", "GpuReceiver", "GpuChunk", "network_available",
+           "SOURCES", "SINKS"]
 if _core.built_with_ucx:
     __all__.append("NetChunk")
 __version__ = "0.1.0"
@@ -135,6 +136,23 @@ class Receiver:
         """Chunks that arrived and were not handed out yet."""
         return self._core.pending
 
+    @property
+    def max_chunk(self) -> int:
+        """The largest chunk it takes, in bytes."""
+        return self._core.max_chunk
+
+    def gpu(self, device: Optional[int] = None) -> "GpuReceiver":
+        """network -> this host -> GPU (libbufmgr's bufmgr::net::ReceiverToGpu): from now on the
+        chunks go into GPU memory through the returned GpuReceiver (see GpuReceiver.read), and
+        next() raises EBUSY until it is closed. device: the CUDA device (default: the current
+        one). Raises CudaError where no GPU can be used."""
+        if device is not None and (not isinstance(device, (int, np.integer)) or isinstance(device, bool)
+                                   or device < 0):
+            raise ValueError("device is a CUDA device number >= 0, or None (the current one)")
+        if not _core.built_with_cuda:
+            raise CudaError(errno.ENODEV, _core.cuda_unavailable_reason())
+        return GpuReceiver(self._core.gpu(-1 if device is None else int(device)))
+
     def close(self) -> None:
         """Releases the chunks still lent and stops listening (the memory stays while arrays
         view chunks). Idempotent."""
@@ -149,6 +167,73 @@ class Receiver:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class GpuChunk(NamedTuple):
+    """What GpuReceiver.read() put into GPU memory: the chunk's header (as NetChunk's) and its
+    payload's size."""
+    source: int
+    sequence: int
+    link_sequence: int
+    timeframe: int
+    offset: int
+    nbytes: int
+    connection: int
+
+
+class GpuReceiver:
+    """network -> this host -> GPU (Receiver.gpu): the GPU's copy engine takes each chunk from
+    the receiver's memory, where UCX landed it (registered with CUDA once: no CPU copy, no
+    staging), into GPU memory.
+
+        with mprace.Receiver(":5000") as rx, rx.gpu() as g:
+            dst = cupy.empty(rx.max_chunk // 4, dtype=cupy.uint32)
+            while (c := g.read(dst)) is not None:        # until every sender has ended
+                process(dst[: c.nbytes // 4], c.offset)
+    """
+
+    def __init__(self, core):
+        self._core = core
+
+    def read(self, dst, timeout: Optional[float] = None) -> Optional[GpuChunk]:
+        """The next whole chunk into dst, a C-contiguous CUDA array on the stage's device (a CuPy
+        array, a PyTorch CUDA tensor: anything with __dlpack__) of at least the receiver's
+        max_chunk bytes, so that any chunk fits; its copy runs after the work queued before on
+        the default stream. Returns once the chunk is in dst (and its sender has its credit
+        back): its header and size; None once every sender has ended or was lost with nothing
+        left. Waits up to `timeout` seconds (None: no limit), then raises TransferTimeout;
+        KeyboardInterrupt on Ctrl-C; ValueError for a dst too small or on another device
+        (before any chunk is taken); CudaError for CUDA's errors."""
+        if not hasattr(dst, "__dlpack__"):
+            raise TypeError(f"dst is a CUDA array with __dlpack__ (CuPy, PyTorch), not {type(dst).__name__}")
+        dev = dst.__dlpack_device__()
+        if dev[0] != 2:  # kDLCUDA
+            raise ValueError(f"dst is not in CUDA device memory (its DLPack device is {tuple(dev)})")
+        got = self._core.read(dst, _timeout(timeout))
+        return None if got is None else GpuChunk(*got)
+
+    def close(self) -> None:
+        """Frees its GPU buffers and unregisters the receiver's memory; the receiver hands chunks
+        out through next() again. A read() in another thread ends (ValueError). Idempotent;
+        Receiver.close() calls it."""
+        self._core.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._core.closed
+
+    @property
+    def device(self) -> int:
+        return self._core.device
+
+    def __enter__(self) -> "GpuReceiver":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<mprace.GpuReceiver {'closed' if self.closed else f'CUDA device {self.device}'}>"
 
 
 class NetSender:

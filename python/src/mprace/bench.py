@@ -13,8 +13,10 @@ GPU stage (Board.gpu_stage, 4 buffers of S) reading 16 S at a time into a GPU ar
 dmabench's fi-pbSx4 (libbufmgr's same stage in C++). With --net (a build with UCX): the network
 stage (Board.net_sender, 8 buffers of S, sending 16 S per call over loopback to a Python
 mprace.Receiver in another process that releases every chunk unread), against dmabench's
-net-pbSx8 sending to mprace-recv --no-check (UCX_TLS as set in the environment). Prints a table
-and the ratios; --csv writes them. The figures of docs/python.md come from this command.
+net-pbSx8 sending to mprace-recv --no-check (UCX_TLS as set in the environment). With both
+--net and --gpu, also the same with each chunk taken on into the receiver's GPU (Receiver.gpu():
+read into a GPU array) against mprace-recv --gpu 0 --no-check. Prints a table and the ratios;
+--csv writes them. The figures of docs/python.md come from this command.
 """
 import argparse
 import csv
@@ -116,10 +118,22 @@ with mprace.Receiver("127.0.0.1:0", max_chunk=int(sys.argv[1])) as rx:
 """
 
 
-def python_net(device: str, size: int, seconds: float) -> float:
+RECEIVER_GPU = """
+import sys, mprace
+from mprace.bench import gpu_zeros
+with mprace.Receiver("127.0.0.1:0", max_chunk=int(sys.argv[1])) as rx, rx.gpu() as g:
+    dst = gpu_zeros(int(sys.argv[1]))
+    print(rx.port, flush=True)
+    while g.read(dst) is not None:
+        pass
+"""
+
+
+def python_net(device: str, size: int, seconds: float, gpu: bool = False) -> float:
     """Bytes per second of Board.net_sender (8 buffers of `size`) sending 16 `size` per call to
-    a Python Receiver in another process."""
-    rx = subprocess.Popen([sys.executable, "-c", RECEIVER, str(size)], stdout=subprocess.PIPE, text=True)
+    a Python Receiver in another process (with gpu: reading every chunk into a GPU array)."""
+    rx = subprocess.Popen([sys.executable, "-c", RECEIVER_GPU if gpu else RECEIVER, str(size)],
+                          stdout=subprocess.PIPE, text=True)
     try:
         port = int(rx.stdout.readline())
         with mprace.open(device) as board:
@@ -134,12 +148,14 @@ def python_net(device: str, size: int, seconds: float) -> float:
         rx.wait()
 
 
-def dmabench_net(exe: str, recv: str, device: str, size: int, seconds: float) -> float:
-    """MB/s of dmabench's net-pb<size>x8 to mprace-recv --no-check, 16 `size` per transfer."""
+def dmabench_net(exe: str, recv: str, device: str, size: int, seconds: float, gpu: bool = False) -> float:
+    """MB/s of dmabench's net-pb<size>x8 to mprace-recv --no-check (with gpu: --gpu 0), 16 `size`
+    per transfer."""
     with tempfile.TemporaryDirectory() as tmp:
         port_file = os.path.join(tmp, "port")
         rx = subprocess.Popen([recv, "-l", "127.0.0.1:0", "--port-file", port_file, "-q", "--senders", "1",
-                               "--no-check", "--max-chunk", str(size)], stdout=subprocess.DEVNULL)
+                               "--no-check", "--max-chunk", str(size)] + (["--gpu", "0"] if gpu else []),
+                              stdout=subprocess.DEVNULL)
         try:
             for _ in range(200):
                 if os.path.exists(port_file) and os.path.getsize(port_file):
@@ -229,6 +245,10 @@ def main(argv=None) -> int:
             c = dmabench_net(a.dmabench, recv, a.device, s, a.seconds)
             py = python_net(a.device, s, a.seconds) / 1e6
             rows.append(("net", s, py, c, py / c if c else float("nan"), "MB/s"))
+        for s in sizes if a.gpu else []:
+            c = dmabench_net(a.dmabench, recv, a.device, s, a.seconds, gpu=True)
+            py = python_net(a.device, s, a.seconds, gpu=True) / 1e6
+            rows.append(("net to gpu", s, py, c, py / c if c else float("nan"), "MB/s"))
     py_lat = python_read_latency(a.device, a.reads)
     c_lat = ref.get(("lat-c2h", 4096), [0.0, None])[1] or float("nan")
     rows.append(("read 4 KiB p50", 4096, py_lat, c_lat, py_lat - c_lat, "us (last column: Python - C)"))
