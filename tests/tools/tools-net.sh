@@ -156,6 +156,14 @@ rate=$(awk -F, 'NR == 2 { print int($7) }' "$WORK/b4.csv" 2>/dev/null)
 [ $rc -eq 0 ] && [ $recv_rc -eq 0 ] && intact 1 && [ -n "$rate" ] && [ "$rate" -le 400 ] &&
 	ok "a Gen1 x1 board at the receiver holds the Gen3 x8 sender to its rate ($rate MB/s), nothing lost" ||
 	{ not_ok "slow receiving board (dmabench $rc at '$rate' MB/s, receiver $recv_rc)"; diag "$WORK/recv.out" "$WORK/out"; }
+# a bus error on the receiving board (emu:buserr=h2c:3) ends the receiver with the engine's
+# error and status 4, the summary printed; the sender then fails (its receiver is gone)
+start_recv -l 127.0.0.1:0 --senders 1 --board emu:buserr=h2c:3
+run "$DMABENCH" -d emu: -m net --net-to "127.0.0.1:$port" -s 1M -n 2 -r 1 --plot none --no-progress -o "$WORK/b5"
+wait_recv
+[ $recv_rc -eq 4 ] && grep -q "mprace-recv: the board emu:buserr=h2c:3: chunk 0 of source 0: .*BUS_ERROR" "$WORK/recv.out" &&
+	grep -q '^total: ' "$WORK/recv.out" && ok "a bus error on the receiving board: the engine's error, the summary, status 4" ||
+	{ not_ok "bus error on the receiving board (receiver $recv_rc, dmabench $rc)"; diag "$WORK/recv.out"; }
 # the board's checker can fail: the receiver expects another seed than the sender's
 start_recv -l 127.0.0.1:0 --senders 1 --seed 10 --board emu:
 run "$DMABENCH" -d emu: -m net --net-to "127.0.0.1:$port" --net-seed 9 -s 1M -n 2 -r 1 --plot none -o "$WORK/b3"
