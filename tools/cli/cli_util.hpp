@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,8 @@ private:
 	std::string path_;
 	std::ofstream file_;
 };
+// The command's -o, opened now; none without -o.
+std::optional<Output> open_output(const Args &a);
 // Progress lines go to stderr when the data itself goes to stdout.
 std::FILE *info_stream(const Args &a);
 

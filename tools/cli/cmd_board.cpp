@@ -104,9 +104,7 @@ void cmd_bar_read(Session &s, const Args &a)
 		a.fail(strprintf("BAR %u: there are %u", bar, PD_MAX_BARS));
 	if (off % 4 || len % 4 || len == 0)
 		a.fail("offset and length must be multiples of 4 (32-bit accesses), length > 0");
-	std::optional<Output> output;
-	if (a.has("-o"))
-		output.emplace(a.get("-o"));
+	std::optional<Output> output = open_output(a);
 	std::vector<unsigned char> buf(len);
 	s.board().readBar(bar, off, buf.data(), len);
 	if (output) {

@@ -32,6 +32,7 @@ void cmd_dma_read(Session &s, const Args &a)
 		a.fail("--verify checks the pattern generator's data (--source pattern)");
 	mprace::Board &b = s.board();
 	mprace::DMAEngine &e = engine_for(s, a);
+	std::optional<Output> output = open_output(a); // before the board's state changes
 	if (src != "keep") {
 		mprace::C2HSource want = parse_source(a, src);
 		if (b.c2hSource() != want)
@@ -39,9 +40,6 @@ void cmd_dma_read(Session &s, const Args &a)
 	}
 	if (seeded && (src == "pattern" || a.has("--seed")))
 		b.setPatternSeed(seed);
-	std::optional<Output> output;
-	if (a.has("-o"))
-		output.emplace(a.get("-o"));
 	HeldBuffer tmp;
 	mprace::DMABuffer &buf = dma_buffer(s, a, size, PD_DMA_FROM_DEVICE, tmp);
 	auto t0 = std::chrono::steady_clock::now();
@@ -145,9 +143,7 @@ void cmd_dma_loop(Session &s, const Args &a)
 	if (!b.info().caps.loopback)
 		throw Failed("the engine has no loopback (CAPS.LOOPBACK = 0)");
 	mprace::DMAEngine &e = engine_for(s, a);
-	std::optional<Output> output;
-	if (a.has("-o"))
-		output.emplace(a.get("-o"));
+	std::optional<Output> output = open_output(a);
 	b.setTestRouting(mprace::C2HSource::Loopback, mprace::H2CSink::Loopback);
 	mprace::DMABuffer out(b, size), in(b, size);
 	std::memcpy(in.data(), data.data(), size);

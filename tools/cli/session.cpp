@@ -207,6 +207,14 @@ std::vector<unsigned char> read_file(const Args &a, const std::string &path)
 	return data;
 }
 
+std::optional<Output> open_output(const Args &a)
+{
+	std::optional<Output> out;
+	if (a.has("-o"))
+		out.emplace(a.get("-o"));
+	return out;
+}
+
 Output::Output(const std::string &path) : path_(path)
 {
 	if (path_ == "-")
