@@ -867,6 +867,16 @@ struct NetReceiverCore {
 	nb::object next(nb::handle self, double timeout_s);
 	void close();
 	void close_gpu();
+	// Interrupts the next() or GPU read() another thread is in and waits until it has left.
+	void end_waits()
+	{
+		if (!rx || waiting == 0)
+			return;
+		rx->interrupt();
+		nb::gil_scoped_release unlocked;
+		while (waiting > 0)
+			std::this_thread::sleep_for(1ms);
+	}
 	nb::list connections() const
 	{
 		nb::list out;
@@ -917,6 +927,19 @@ struct NetChunkCore {
 	~NetChunkCore() { release(); }
 };
 
+// Between two looks for a chunk: Ctrl-C raises KeyboardInterrupt, a wait past timeout_s (< 0:
+// none) TransferTimeout.
+template <class TimePoint>
+void keep_waiting(double timeout_s, TimePoint until)
+{
+	if (PyErr_CheckSignals() != 0)
+		throw nb::python_error();
+	if (timeout_s >= 0 && std::chrono::steady_clock::now() >= until) {
+		set_os_error(g_timeout, ETIMEDOUT, "no chunk came in " + std::to_string(timeout_s) + " s");
+		throw nb::python_error();
+	}
+}
+
 nb::object NetReceiverCore::next(nb::handle self, double timeout_s)
 {
 	check();
@@ -946,12 +969,7 @@ nb::object NetReceiverCore::next(nb::handle self, double timeout_s)
 		}
 		if (drained)
 			return nb::none(); // every sender ended or was lost, nothing left
-		if (PyErr_CheckSignals() != 0)
-			throw nb::python_error();
-		if (timeout_s >= 0 && std::chrono::steady_clock::now() >= until) {
-			set_os_error(g_timeout, ETIMEDOUT, "no chunk came in " + std::to_string(timeout_s) + " s");
-			throw nb::python_error();
-		}
+		keep_waiting(timeout_s, until);
 	}
 }
 
@@ -963,12 +981,7 @@ void NetReceiverCore::close()
 	for (NetChunkCore *c : std::vector<NetChunkCore *>(lent))
 		c->release();
 	closed = true;
-	if (rx && waiting > 0) {
-		rx->interrupt();
-		nb::gil_scoped_release unlocked;
-		while (waiting > 0)
-			std::this_thread::sleep_for(1ms);
-	}
+	end_waits();
 	close_gpu(); // (it uses the receiver's memory)
 	if (exports == 0) // else arrays still view its memory: freed with the last of them
 		rx.reset();
@@ -1047,12 +1060,7 @@ struct NetGpuCore {
 			return;
 		NetReceiverCore &rc = r();
 		closing = true; // no read() starts from here on
-		if (rc.waiting > 0) { // one in another thread: interrupted, waited for
-			rc.rx->interrupt();
-			nb::gil_scoped_release unlocked;
-			while (rc.waiting > 0)
-				std::this_thread::sleep_for(1ms);
-		}
+		rc.end_waits();  // one in another thread: interrupted, waited for
 		close_stage();
 	}
 	~NetGpuCore()
@@ -1109,12 +1117,7 @@ nb::object NetGpuCore::read(nb::ndarray<nb::device::cuda, nb::c_contig> to, doub
 			throw nb::value_error("the GPU stage was closed");
 		if (drained)
 			return nb::none(); // every sender ended or was lost, nothing left
-		if (PyErr_CheckSignals() != 0)
-			throw nb::python_error();
-		if (timeout_s >= 0 && std::chrono::steady_clock::now() >= until) {
-			set_os_error(g_timeout, ETIMEDOUT, "no chunk came in " + std::to_string(timeout_s) + " s");
-			throw nb::python_error();
-		}
+		keep_waiting(timeout_s, until);
 	}
 }
 

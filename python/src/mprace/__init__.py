@@ -204,11 +204,7 @@ class GpuReceiver:
         left. Waits up to `timeout` seconds (None: no limit), then raises TransferTimeout;
         KeyboardInterrupt on Ctrl-C; ValueError for a dst too small or on another device
         (before any chunk is taken); CudaError for CUDA's errors."""
-        if not hasattr(dst, "__dlpack__"):
-            raise TypeError(f"dst is a CUDA array with __dlpack__ (CuPy, PyTorch), not {type(dst).__name__}")
-        dev = dst.__dlpack_device__()
-        if dev[0] != 2:  # kDLCUDA
-            raise ValueError(f"dst is not in CUDA device memory (its DLPack device is {tuple(dev)})")
+        _check_cuda_array(dst)
         got = self._core.read(dst, _timeout(timeout))
         return None if got is None else GpuChunk(*got)
 
@@ -347,11 +343,7 @@ class GpuStage:
         C-contiguous CUDA array on the stage's device (a CuPy array, a PyTorch CUDA tensor:
         anything with __dlpack__). Returns the bytes moved (fewer only when the board ended a
         packet). Raises as Board.read; KeyboardInterrupt on Ctrl-C (the read is aborted)."""
-        if not hasattr(dst, "__dlpack__"):
-            raise TypeError(f"dst is a CUDA array with __dlpack__ (CuPy, PyTorch), not {type(dst).__name__}")
-        dev = dst.__dlpack_device__()
-        if dev[0] != 2:  # kDLCUDA
-            raise ValueError(f"dst is not in CUDA device memory (its DLPack device is {tuple(dev)})")
+        _check_cuda_array(dst)
         if nbytes is None:
             nbytes = _dlpack_nbytes(dst)
         if not isinstance(nbytes, (int, np.integer)) or isinstance(nbytes, bool):
@@ -389,6 +381,15 @@ class GpuStage:
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"CUDA device {self.device}"
         return f"<mprace.GpuStage {self.count} x {self.buffer_bytes} bytes, {state}>"
+
+
+def _check_cuda_array(dst) -> None:
+    """TypeError unless dst has __dlpack__, ValueError unless it is in CUDA device memory."""
+    if not hasattr(dst, "__dlpack__"):
+        raise TypeError(f"dst is a CUDA array with __dlpack__ (CuPy, PyTorch), not {type(dst).__name__}")
+    dev = dst.__dlpack_device__()
+    if dev[0] != 2:  # kDLCUDA
+        raise ValueError(f"dst is not in CUDA device memory (its DLPack device is {tuple(dev)})")
 
 
 def _dlpack_nbytes(a) -> int:
