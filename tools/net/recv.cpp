@@ -221,7 +221,7 @@ int main(int argc, char **argv)
 	std::unique_ptr<recvboard::Sink> board;
 	if (!o.board.empty()) {
 		try {
-			board = std::make_unique<recvboard::Sink>(o.board, o.max_chunk);
+			board = std::make_unique<recvboard::Sink>(o.board, o.max_chunk, static_cast<std::uint32_t>(o.seed));
 		} catch (const std::exception &e) {
 			std::fprintf(stderr, "mprace-recv: --board %s: %s\n", o.board.c_str(), e.what());
 			return EXIT_USAGE;
@@ -302,6 +302,28 @@ int main(int argc, char **argv)
 		std::fflush(stdout);
 	}
 	bool gpu_failed = false, board_failed = false;
+	// --board: a chunk the board has taken goes back to the receiver; a run of chunks the
+	// checker found wrong is reported with its first chunk.
+	const auto board_took = [&](const bufmgr::net::Chunk &c) {
+		arrived(c.header, c.size, c.connection, -1);
+		if (o.hold_us)
+			std::this_thread::sleep_for(std::chrono::microseconds(o.hold_us));
+		rx->release(c);
+	};
+	const auto board_judged = [&](const recvboard::Run &r) {
+		if (!o.check || (r.checked == r.words && r.errors == 0))
+			return;
+		const bufmgr::net::ChunkHeader &a = r.chunks.front().header, &z = r.chunks.back().header;
+		wrong(a, r.chunks.front().connection,
+		      strprintf("the board's checker found %llu of %llu words differing from the pattern in "
+				"chunks %llu to %llu (stream offsets %llu to %llu)%s",
+				static_cast<unsigned long long>(r.errors), static_cast<unsigned long long>(r.words),
+				static_cast<unsigned long long>(a.sequence), static_cast<unsigned long long>(z.sequence),
+				static_cast<unsigned long long>(a.offset),
+				static_cast<unsigned long long>(z.offset + z.length),
+				r.checked == r.words ? "" : strprintf(", and compared %llu words",
+								      static_cast<unsigned long long>(r.checked)).c_str()));
+	};
 	for (;;) {
 		if (g_stop.load())
 			break;
@@ -325,33 +347,31 @@ int main(int argc, char **argv)
 				gpu_failed = true;
 				break;
 			}
+		} else if (board) {
+			try {
+				board->reap(board->full(), board_took);
+				// while chunks are on the board, look for the next one without sleeping
+				auto chunk = rx->next(std::chrono::milliseconds(board->busy() ? 0 : 100));
+				if (chunk && !recvboard::Sink::fits(*chunk)) {
+					wrong(chunk->header, chunk->connection,
+					      strprintf("%zu bytes at stream offset %llu: not whole 32-bit words, which the "
+							"board cannot take (not written to it)",
+							chunk->size, static_cast<unsigned long long>(chunk->header.offset)));
+					arrived(chunk->header, chunk->size, chunk->connection, -1);
+					rx->release(*chunk);
+				} else if (chunk) {
+					board->submit(*chunk, board_took, board_judged);
+				} else if (!board->busy()) {
+					board->drain(board_took, board_judged); // a pause: judge what came
+				}
+			} catch (const std::exception &e) {
+				std::fprintf(stderr, "mprace-recv: the board %s: %s\n", board->device().c_str(), e.what());
+				board_failed = true;
+				break;
+			}
 		} else if (auto chunk = rx->next(std::chrono::milliseconds(100))) {
 			std::int64_t at = -1;
-			if (board && !recvboard::Sink::fits(*chunk)) {
-				wrong(chunk->header, chunk->connection,
-				      strprintf("%zu bytes at stream offset %llu: not whole 32-bit words, which the "
-						"board cannot take (not written to it)",
-						chunk->size, static_cast<unsigned long long>(chunk->header.offset)));
-			} else if (board) {
-				try {
-					const recvboard::Checked k = board->write(*chunk, static_cast<std::uint32_t>(o.seed));
-					if (o.check && (k.words != chunk->size / 4 || k.errors))
-						wrong(chunk->header, chunk->connection,
-						      strprintf("the board's checker found %llu of %llu words differing from "
-								"the pattern (stream offset %llu, %zu bytes)",
-								static_cast<unsigned long long>(k.errors),
-								static_cast<unsigned long long>(k.words),
-								static_cast<unsigned long long>(chunk->header.offset), chunk->size));
-				} catch (const std::exception &e) {
-					std::fprintf(stderr, "mprace-recv: the board %s: chunk %llu of source %u: %s\n",
-						     board->device().c_str(),
-						     static_cast<unsigned long long>(chunk->header.sequence),
-						     chunk->header.source, e.what());
-					rx->release(*chunk);
-					board_failed = true;
-					break;
-				}
-			} else if (o.check) {
+			if (o.check) {
 				at = mp_pattern_find_mismatch(chunk->data, chunk->size, chunk->header.offset,
 							      static_cast<std::uint32_t>(o.seed));
 			}
@@ -369,6 +389,15 @@ int main(int argc, char **argv)
 			std::fflush(stdout);
 			tick = t;
 			bytes_at_tick = bytes;
+		}
+	}
+	// What is still on the board is counted and judged too.
+	if (board && !board_failed) {
+		try {
+			board->drain(board_took, board_judged);
+		} catch (const std::exception &e) {
+			std::fprintf(stderr, "mprace-recv: the board %s: %s\n", board->device().c_str(), e.what());
+			board_failed = true;
 		}
 	}
 	// What is still on the GPU is counted too.
