@@ -21,10 +21,10 @@
 #include <string>
 #include <thread>
 
+#include "../common/device.hpp"
 #include "../common/units.hpp"
 #include "bufmgr/net.hpp"
 #include "mprace-spec/pattern.h"
-#include "../common/device.hpp"
 #include "recv_board.hpp"
 #include "recv_gpu.hpp"
 
@@ -371,10 +371,9 @@ int main(int argc, char **argv)
 			}
 		} else if (auto chunk = rx->next(std::chrono::milliseconds(100))) {
 			std::int64_t at = -1;
-			if (o.check) {
+			if (o.check)
 				at = mp_pattern_find_mismatch(chunk->data, chunk->size, chunk->header.offset,
 							      static_cast<std::uint32_t>(o.seed));
-			}
 			arrived(chunk->header, chunk->size, chunk->connection, at);
 			if (o.hold_us)
 				std::this_thread::sleep_for(std::chrono::microseconds(o.hold_us));
