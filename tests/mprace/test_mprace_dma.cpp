@@ -579,7 +579,9 @@ START_TEST(test_channel_lease)
 		l.ringDoorbell(1);
 		moved.ring().at(0).set(kbuf.busAddress(0), 16 * KiB, 0, 0);
 		moved.ringDoorbell(1);
-		for (int i = 0; i < 100000 && !l.ring().at(0).record().done(); ++i)
+		// two channels, two records: the C2H one may show before the H2C one (no order between them)
+		for (int i = 0; i < 100000 && !(l.ring().at(0).record().done() &&
+						moved.ring().at(0).record().done()); ++i)
 			std::this_thread::sleep_for(std::chrono::microseconds(50));
 		ck_assert(moved.ring().at(0).record().done() && l.ring().at(0).record().done());
 		ck_assert_uint_eq(l.ring().at(0).record().bytes, 16 * KiB);

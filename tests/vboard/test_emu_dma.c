@@ -187,6 +187,41 @@ START_TEST(test_c2h_max_descriptor)
 }
 END_TEST
 
+/*
+ * Once software sees a record, a register read counts its descriptor: HEAD, BYTES and (for a
+ * STOP descriptor) STATUS. Each read is issued the moment the record shows, so a model that
+ * wrote HEAD or BYTES after the record, unguarded, fails here now and then.
+ */
+START_TEST(test_registers_count_a_seen_record)
+{
+	struct eb b;
+	struct ering r;
+	pd_kmem *km;
+	const uint32_t n = 20000;
+
+	eb_open(&b, "emu:link=ideal,workers=1");
+	ering_init(&b, &r, MP_CH_C2H, 8);
+	ck_assert_int_eq(pd_kmem_alloc(b.dev, 4096, &km), 0);
+	set_test(&b, MP_C2H_SOURCE_PATTERN, 0);
+	run(&b, MP_CH_C2H);
+	for (uint32_t i = 0; i < n; i++) {
+		bool stop = i % 16 == 15;
+
+		ering_put(&b, &r, pd_kmem_bus_addr(km) + (i % 8) * 4, 4,
+			  stop ? MP_DESC_CTRL_STOP_MASK : 0);
+		while (!(rec_status(&r, i) & MP_DESC_RESULT_STATUS_DONE_MASK))
+			;
+		ck_assert_uint_eq(crd(&b, MP_CH_C2H, MP_CHREG_HEAD), i + 1);
+		ck_assert_uint_eq(crd(&b, MP_CH_C2H, MP_CHREG_BYTES_LO), (i + 1) * 4);
+		if (stop) {
+			ck_assert_uint_eq(state_of(crd(&b, MP_CH_C2H, MP_CHREG_STATUS)), MP_STATE_IDLE);
+			run(&b, MP_CH_C2H);
+		}
+	}
+	eb_close(&b);
+}
+END_TEST
+
 /* A mapping that straddles 4 GiB: the engine must use ADDR_HI and carry across it. */
 START_TEST(test_c2h_across_4g)
 {
@@ -673,6 +708,7 @@ Suite *test_suite(void)
 	tcase_add_test(tc, test_c2h_umem_pages);
 	tcase_add_test(tc, test_c2h_umem_random);
 	tcase_add_test(tc, test_c2h_max_descriptor);
+	tcase_add_test(tc, test_registers_count_a_seen_record);
 	tcase_add_test(tc, test_c2h_across_4g);
 	tcase_add_test(tc, test_patgen_seed_restarts);
 	tcase_add_test(tc, test_h2c_checker);

@@ -155,6 +155,7 @@ struct emu_chan {
 	atomic_uint_least64_t bytes;
 	atomic_uint bytes_hi;                /* latched by BYTES_LO reads */
 	atomic_uint gen;                     /* counts resets */
+	atomic_uint completing;              /* odd while a record, HEAD and BYTES are written */
 
 	/* engine-thread private */
 	_Alignas(EMU_CACHELINE) uint64_t seq;        /* descriptors started since open (faults) */

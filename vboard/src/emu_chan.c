@@ -122,6 +122,7 @@ void emu_chan_init(struct emu_dev *d, unsigned int idx)
 	atomic_init(&ch->bytes, 0);
 	atomic_init(&ch->bytes_hi, 0);
 	atomic_init(&ch->gen, 0);
+	atomic_init(&ch->completing, 0);
 }
 
 void emu_chan_destroy(struct emu_chan *ch)

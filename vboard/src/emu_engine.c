@@ -403,8 +403,16 @@ static bool complete(struct emu_chan *ch, uint32_t idx, uint64_t slot, uint32_t 
 	struct emu_dev *d = ch->dev;
 	uint32_t status = MP_DESC_RESULT_STATUS_DONE_MASK | (eop ? MP_DESC_RESULT_STATUS_EOP_MASK : 0);
 
-	if (!write_record(ch, slot, bytes, status))
+	/*
+	 * A register read does not pass the engine's earlier writes (PCIe: a read completion does
+	 * not pass posted writes): whoever sees this record and then reads HEAD, BYTES or STATUS
+	 * must see them count it. Register reads wait while `completing` is odd (emu_regs.c).
+	 */
+	atomic_fetch_add_explicit(&ch->completing, 1, memory_order_relaxed);
+	if (!write_record(ch, slot, bytes, status)) {
+		atomic_fetch_add_explicit(&ch->completing, 1, memory_order_release);
 		return false;
+	}
 	atomic_store_explicit(&ch->head, idx + 1, memory_order_release);
 	/* only this thread changes BYTES while a descriptor is in flight: no RMW needed */
 	atomic_store_explicit(&ch->bytes,
@@ -422,6 +430,7 @@ static bool complete(struct emu_chan *ch, uint32_t idx, uint64_t slot, uint32_t 
 		}
 		pthread_mutex_unlock(&ch->lock);
 	}
+	atomic_fetch_add_explicit(&ch->completing, 1, memory_order_release);
 	return true;
 }
 

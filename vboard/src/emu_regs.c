@@ -9,6 +9,8 @@
  * following STATUS read sees the new state), except that RUN = 0 lets a descriptor in flight
  * finish first.
  */
+#include <sched.h>
+
 #include "emu.h"
 
 static uint64_t cycles(struct emu_dev *d)
@@ -29,11 +31,20 @@ static uint32_t caps(struct emu_dev *d)
 	       (d->cfg.msi << MP_REG_CAPS_MSI_VECTORS_SHIFT);
 }
 
+/* Lets a completion that is being written finish first (complete() in emu_engine.c). */
+static void wait_completion(struct emu_chan *ch)
+{
+	while (atomic_load_explicit(&ch->completing, memory_order_acquire) & 1)
+		sched_yield();
+}
+
 static uint32_t chan_read(struct emu_chan *ch, uint64_t off)
 {
 	uint64_t b;
 	uint32_t st;
 
+	if (off == MP_CHREG_STATUS || off == MP_CHREG_HEAD || off == MP_CHREG_BYTES_LO)
+		wait_completion(ch);
 	switch (off) {
 	case MP_CHREG_CONTROL:
 		return atomic_load_explicit(&ch->ctl, memory_order_relaxed) & EMU_CTL_RUN;
