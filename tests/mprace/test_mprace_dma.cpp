@@ -30,6 +30,8 @@ const std::uint64_t kSizes[] = {
 	16 * MiB + 4, 48 * MiB + 12,
 };
 const std::uint64_t kOffsets[] = {0, 4, 12, 4092, 4096 + 8};
+// The largest size the size tests move (all of kSizes in the plain build, check_main.h).
+const std::uint64_t kMaxSize = TEST_SANITIZED ? 16 * MiB + 4 : ~0ull;
 
 // C2H of [off, off + len) from the pattern generator; the words around stay untouched.
 void c2hChecked(Rig &r, DMABuffer &buf, std::uint64_t off, std::uint64_t len, std::uint32_t seed)
@@ -80,7 +82,7 @@ START_TEST(test_c2h_sizes_kernel_memory)
 	std::uint32_t seed = 0x1000;
 	for (std::uint64_t len : kSizes)
 		for (std::uint64_t off : kOffsets)
-			if (off + len <= buf.size())
+			if (off + len <= buf.size() && len <= kMaxSize)
 				c2hChecked(r, buf, off, len, seed += 0x777);
 }
 END_TEST
@@ -93,7 +95,7 @@ START_TEST(test_h2c_sizes_kernel_memory)
 	std::uint32_t seed = 0xfffff000; // wraps around 2^32 on the way
 	for (std::uint64_t len : kSizes)
 		for (std::uint64_t off : kOffsets)
-			if (off + len <= buf.size())
+			if (off + len <= buf.size() && len <= kMaxSize)
 				h2cChecked(r, buf, off, len, seed += 0x333);
 	// The checker notices a wrong word: the comparison is real.
 	fillPattern(buf.data(), 4096, 9);
@@ -118,7 +120,7 @@ START_TEST(test_user_memory_fragmented)
 	std::uint32_t seed = 77;
 	for (std::uint64_t len : kSizes)
 		for (std::uint64_t off : kOffsets)
-			if (off + len <= buf.size()) {
+			if (off + len <= buf.size() && len <= kMaxSize) {
 				c2hChecked(r, buf, off, len, seed += 0x101);
 				h2cChecked(r, buf, off, len, seed += 0x101);
 			}
@@ -134,20 +136,22 @@ START_TEST(test_user_memory_fragmented)
 }
 END_TEST
 
-// 256 MiB in one transfer each way: kernel memory (16 descriptors) and user memory.
+// 256 MiB in one transfer each way: kernel memory (16 descriptors) and user memory. Under a
+// sanitizer 64 MiB (4 descriptors, the same shape; check_main.h).
 START_TEST(test_256mib)
 {
+	const std::uint64_t big = TEST_SANITIZED ? 64 * MiB : 256 * MiB;
 	Rig r("emu:link=ideal", options(Completion::Polling, 1024));
 	r.board.setTestRouting(C2HSource::Pattern, H2CSink::Checker);
 	{
-		DMABuffer k(r.board, 256 * MiB);
-		c2hChecked(r, k, 0, 256 * MiB, 0xabcdef00);
-		h2cChecked(r, k, 0, 256 * MiB, 0x11);
+		DMABuffer k(r.board, big);
+		c2hChecked(r, k, 0, big, 0xabcdef00);
+		h2cChecked(r, k, 0, big, 0x11);
 	}
-	Anon mem(256 * MiB + 8 * KiB);
-	DMABuffer u(r.board, mem.data() + 4, 256 * MiB + 4 * KiB);
-	c2hChecked(r, u, 4, 256 * MiB, 3);
-	h2cChecked(r, u, 0, 256 * MiB + 4 * KiB, 4);
+	Anon mem(big + 8 * KiB);
+	DMABuffer u(r.board, mem.data() + 4, big + 4 * KiB);
+	c2hChecked(r, u, 4, big, 3);
+	h2cChecked(r, u, 0, big + 4 * KiB, 4);
 }
 END_TEST
 
@@ -428,7 +432,8 @@ START_TEST(test_random_rounds)
 	};
 	int failures = 0, aborts = 0;
 	std::uint32_t cseed = 0, hseed = 0;
-	for (int round = 0; round < 40; round++) {
+	const int rounds = TEST_SANITIZED ? 12 : 40; // check_main.h
+	for (int round = 0; round < rounds; round++) {
 		DMABuffer &cb = rng() % 2 ? kc : uc;
 		DMABuffer &hb = rng() % 2 ? kh : uh;
 		// C2H: n transfers into consecutive regions with random gaps; they consume the stream
