@@ -73,7 +73,35 @@ def _need_network():
         raise OSError(errno.ENOSYS, "this build of mprace has no network stage (it was built without UCX)")
 
 
-class Receiver:
+class _Closable:
+    """What the objects over a C++ core share: close() (idempotent), closed, with-statements."""
+
+    def __init__(self, core):
+        self._core = core
+
+    def close(self) -> None:
+        self._core.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._core.closed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class _OnGpu(_Closable):
+    """A stage into GPU memory (GpuStage, GpuReceiver): its CUDA device."""
+
+    @property
+    def device(self) -> int:
+        return self._core.device
+
+
+class Receiver(_Closable):
     """The receiving side of the network stage (libbufmgr's bufmgr::net::Receiver), no board:
     listens on `listen` ("HOST:PORT", ":PORT"; port 0 picks a free one, see .port) for any
     number of senders, lends each whole chunk as a NetChunk (a zero-copy, read-only view) and
@@ -156,17 +184,7 @@ class Receiver:
     def close(self) -> None:
         """Releases the chunks still lent and stops listening (the memory stays while arrays
         view chunks). Idempotent."""
-        self._core.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._core.closed
-
-    def __enter__(self) -> "Receiver":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        super().close()
 
 
 class GpuChunk(NamedTuple):
@@ -181,7 +199,7 @@ class GpuChunk(NamedTuple):
     connection: int
 
 
-class GpuReceiver:
+class GpuReceiver(_OnGpu):
     """network -> this host -> GPU (Receiver.gpu): the GPU's copy engine takes each chunk from
     the receiver's memory, where UCX landed it (registered with CUDA once: no CPU copy, no
     staging), into GPU memory.
@@ -191,9 +209,6 @@ class GpuReceiver:
             while (c := g.read(dst)) is not None:        # until every sender has ended
                 process(dst[: c.nbytes // 4], c.offset)
     """
-
-    def __init__(self, core):
-        self._core = core
 
     def read(self, dst, timeout: Optional[float] = None) -> Optional[GpuChunk]:
         """The next whole chunk into dst, a C-contiguous CUDA array on the stage's device (a CuPy
@@ -212,33 +227,16 @@ class GpuReceiver:
         """Frees its GPU buffers and unregisters the receiver's memory; the receiver hands chunks
         out through next() again. A read() in another thread ends (ValueError). Idempotent;
         Receiver.close() calls it."""
-        self._core.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._core.closed
-
-    @property
-    def device(self) -> int:
-        return self._core.device
-
-    def __enter__(self) -> "GpuReceiver":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        super().close()
 
     def __repr__(self) -> str:
         return f"<mprace.GpuReceiver {'closed' if self.closed else f'CUDA device {self.device}'}>"
 
 
-class NetSender:
+class NetSender(_Closable):
     """board -> network (Board.net_sender): libbufmgr's network stage; the board fills `count`
     user-memory DMA buffers of `buffer_bytes` in turn and each is sent as one chunk, from where
     the board wrote it, to the receivers."""
-
-    def __init__(self, core):
-        self._core = core
 
     def send(self, nbytes: int, timeout: Optional[float] = 10.0) -> int:
         """Moves the board's next `nbytes` to the receivers (whole timeframes to one receiver in
@@ -269,17 +267,7 @@ class NetSender:
     def close(self) -> None:
         """Ends the stream at the receivers and frees the buffers (aborting a send another
         thread runs). Idempotent; Board.close() calls it."""
-        self._core.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._core.closed
-
-    def __enter__(self) -> "NetSender":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        super().close()
 
 
 def open(name: Optional[str] = None) -> "Board":  # noqa: A001
@@ -330,13 +318,10 @@ class Stream:
         self.stop()
 
 
-class GpuStage:
+class GpuStage(_OnGpu):
     """board -> host -> GPU (Board.gpu_stage): libbufmgr's CUDA stage, `count` user-memory DMA
     buffers of `buffer_bytes` registered with CUDA once; the board fills one buffer while the
     GPU's copy engine moves the one before into GPU memory."""
-
-    def __init__(self, core):
-        self._core = core
 
     def read(self, dst, nbytes: Optional[int] = None, timeout: Optional[float] = 10.0) -> int:
         """C2H into GPU memory: the board's next `nbytes` (default: all of dst) land in dst, a
@@ -354,15 +339,7 @@ class GpuStage:
     def close(self) -> None:
         """Frees its buffers (aborting a read another thread runs). Idempotent; Board.close()
         calls it."""
-        self._core.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._core.closed
-
-    @property
-    def device(self) -> int:
-        return self._core.device
+        super().close()
 
     @property
     def buffer_bytes(self) -> int:
@@ -371,12 +348,6 @@ class GpuStage:
     @property
     def count(self) -> int:
         return self._core.count
-
-    def __enter__(self) -> "GpuStage":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"CUDA device {self.device}"
