@@ -235,16 +235,39 @@ void Board::reset()
 	}
 }
 
+// EINVAL naming the BAR's size when [offset, offset + len) is not inside a present BAR (the
+// driver would refuse it with a bare EINVAL).
+static void checkBarRange(const BoardInfo &i, const char *who, unsigned int bar, std::uint64_t offset,
+			  std::size_t len)
+{
+	if (bar >= PD_MAX_BARS)
+		throw Error(EINVAL, std::string(who) + ": no BAR " + std::to_string(bar) + " (0 to " +
+					    std::to_string(PD_MAX_BARS - 1) + ")");
+	if (!(i.pci.bar[bar].flags & PD_BAR_PRESENT))
+		throw Error(EINVAL, std::string(who) + ": BAR " + std::to_string(bar) + " is not present");
+	const std::uint64_t size = i.pci.bar[bar].size;
+	if (offset > size || len > size - offset) {
+		char what[160];
+		std::snprintf(what, sizeof(what), "%s: %zu bytes at 0x%llx lie outside BAR %u (%llu bytes)", who, len,
+			      static_cast<unsigned long long>(offset), bar, static_cast<unsigned long long>(size));
+		throw Error(EINVAL, what);
+	}
+}
+
 void Board::readBar(unsigned int bar, std::uint64_t offset, void *buf, std::size_t len) const
 {
-	int rc = pd_bar_read(openState(s_).dev.handle(), bar, offset, buf, len);
+	detail::BoardState &s = openState(s_);
+	checkBarRange(s.info, "mprace::Board::readBar", bar, offset, len);
+	int rc = pd_bar_read(s.dev.handle(), bar, offset, buf, len);
 	if (rc < 0)
 		throw Error(-rc, "mprace::Board::readBar");
 }
 
 void Board::writeBar(unsigned int bar, std::uint64_t offset, const void *buf, std::size_t len)
 {
-	int rc = pd_bar_write(openState(s_).dev.handle(), bar, offset, buf, len);
+	detail::BoardState &s = openState(s_);
+	checkBarRange(s.info, "mprace::Board::writeBar", bar, offset, len);
+	int rc = pd_bar_write(s.dev.handle(), bar, offset, buf, len);
 	if (rc < 0)
 		throw Error(-rc, "mprace::Board::writeBar");
 }

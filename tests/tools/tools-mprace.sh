@@ -85,7 +85,15 @@ run M bar write 2 0x1000 -i "$WORK/rand64k" \; bar read 2 0x1000 64K -o "$WORK/b
 cmp -s "$WORK/rand64k" "$WORK/bar.bin" && ok "BAR2: 64 KiB file in, the same bytes out" || { not_ok "bar file round trip"; diag "$WORK/err"; }
 usage_error "bar read beyond the BARs" bar read 9 0 4
 run M bar read 2 0x3fffffc 8
-[ $rc -eq 1 ] && ok "bar read past the end of BAR2: status 1" || not_ok "bar read past end (rc=$rc)"
+[ $rc -eq 1 ] && grep -q '8 bytes at 0x3fffffc lie outside BAR 2 (67108864 bytes)' "$WORK/err" &&
+	ok "bar read past the end of BAR2: status 1, the BAR's size in the message" ||
+	{ not_ok "bar read past end (rc=$rc)"; diag "$WORK/err"; }
+run M bar write 2 0xfffffffc 1 2
+[ $rc -eq 1 ] && grep -q 'lie outside BAR 2' "$WORK/err" && ok "bar write past the end of BAR2: status 1, said so" ||
+	{ not_ok "bar write past end (rc=$rc)"; diag "$WORK/err"; }
+run M bar read 1 0 4
+[ $rc -eq 1 ] && grep -q 'BAR 1 is not present' "$WORK/err" && ok "bar read of an absent BAR: status 1, said so" ||
+	{ not_ok "bar read absent BAR (rc=$rc)"; diag "$WORK/err"; }
 
 # ---- DMA
 # od prints the words of a file; seq the counter pattern: compared word for word.
@@ -158,6 +166,9 @@ run M irq enable error \; engine abort c2h \; irq wait error --timeout 2000 --ac
 grep -q '^irq: vector 2, 1 event(s)' "$WORK/out" && grep -q '^C2H: state ERROR, error 7 (ABORTED)' "$WORK/out" &&
 	grep -q '^C2H: state IDLE, error 0 (NONE)' "$WORK/out" && grep -q '^error: idle, enabled, vector 2' "$WORK/out" &&
 	ok "abort -> ERROR/ABORTED and an error interrupt on vector 2; channel reset -> IDLE" || { not_ok "irq/abort/reset (rc=$rc)"; diag "$WORK/out" "$WORK/err"; }
+usage_error "irq wait on a vector the board does not have" irq wait 99
+grep -q 'vector 99: the board has 4 (0 to 3)' "$WORK/err" && ok "irq wait 99: says how many vectors there are" ||
+	{ not_ok "irq wait 99 message"; diag "$WORK/err"; }
 run M irq wait c2h --timeout 50
 [ $rc -eq 1 ] && grep -q 'no interrupt' "$WORK/err" && ok "irq wait times out: status 1" || not_ok "irq wait timeout (rc=$rc)"
 run M test route --source loopback --sink checker \; test pattern --seed 0x42 --rate 100 \; test checker --reset 3 \; engine reset \; test route

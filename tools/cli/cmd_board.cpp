@@ -151,8 +151,15 @@ static unsigned irq_vector(Session &s, const Args &a, const std::string &t, unsi
 	int b = l == "c2h" ? int(MP_IRQ_C2H_DONE_BIT) : l == "h2c" ? int(MP_IRQ_H2C_DONE_BIT)
 		: l == "error" ? int(MP_IRQ_ERROR_BIT) : -1;
 	*bit = b < 0 ? ~0u : static_cast<unsigned>(b);
-	if (b < 0) // a vector number
-		return static_cast<unsigned>(num(a, t, "interrupt source (c2h, h2c, error or a vector number)"));
+	if (b < 0) { // a vector number
+		std::uint64_t v = num(a, t, "interrupt source (c2h, h2c, error or a vector number)");
+		unsigned n = s.board().info().pci.irq_count;
+		if (v >= n)
+			a.fail(n ? strprintf("vector %llu: the board has %u (0 to %u)", static_cast<unsigned long long>(v),
+					     n, n - 1)
+				 : std::string("the board has no interrupt vectors"));
+		return static_cast<unsigned>(v);
+	}
 	// docs/dma-engine.md section 6: own vectors with >= 4 granted, else all on vector 0.
 	return s.board().info().caps.msiVectors >= 4 ? static_cast<unsigned>(b) : 0u;
 }
