@@ -200,7 +200,8 @@ def test_bad_addresses_and_refused_connections(board, monkeypatch):
 def test_bad_arguments(board):
     for kw, exc in (({"to": 5}, TypeError), ({"to": []}, TypeError), ({"buffer_bytes": 6}, ValueError),
                     ({"count": 1}, ValueError), ({"route": "random"}, ValueError), ({"source": 1 << 16}, ValueError),
-                    ({"chunks_per_timeframe": 0}, ValueError), ({"connect_timeout": 0}, ValueError)):
+                    ({"chunks_per_timeframe": 0}, ValueError), ({"connect_timeout": 0}, ValueError),
+                    ({"connect_timeout": float("nan")}, ValueError), ({"connect_timeout": float("inf")}, ValueError)):
         kw.setdefault("to", "127.0.0.1:1")
         with pytest.raises(exc):
             board.net_sender(**kw)

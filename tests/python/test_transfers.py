@@ -74,6 +74,23 @@ def test_bad_regions(board):
         board.read(buf, timeout=-1)
 
 
+def test_timeouts_nan_refused_infinity_is_no_limit(board):
+    """NaN compares false with everything: taken as it was, it waited without a limit."""
+    board.route(source="pattern")
+    board.pattern(seed=3)
+    buf = board.alloc(1024, np.uint32)
+    for bad in (float("nan"), "1", True):
+        with pytest.raises(ValueError, match="timeout"):
+            board.read(buf, timeout=bad)
+        t = board.read_async(buf)
+        with pytest.raises(ValueError, match="timeout"):
+            t.wait(timeout=bad)
+        assert t.wait(timeout=5) == 4096
+    assert board.read(buf, timeout=float("inf")) == 4096
+    assert board.read_async(buf).wait(timeout=float("inf")) == 4096
+    assert (np.asarray(buf) == 3 + 4 * 1024 + np.arange(1024, dtype=np.uint32)).all()  # the 5th transfer
+
+
 def test_buffer_of_another_board(board):
     with mprace.open("emu:") as other:
         buf = other.alloc(64, np.uint8)

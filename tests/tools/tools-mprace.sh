@@ -154,6 +154,13 @@ seq 5 65540 >"$WORK/want5.txt"
 	grep -Eq '^2 +kernel memory +64 KiB +1 ' "$WORK/out" && grep -q '^buffer 2 freed' "$WORK/out" &&
 	grep -q '^C2H: state RUNNING.*bytes 262144$' "$WORK/out" && ok "run script: held buffers, dma read into one, mem list, engine status" ||
 	{ not_ok "run script (rc=$rc)"; diag "$WORK/out" "$WORK/err"; }
+# Numbers past 32 bits are refused, not cut down to another buffer's id, BAR or timeout.
+run M mem alloc kmem 4K \; mem free 4294967297
+[ $rc -eq 2 ] && grep -q "32 bits" "$WORK/err" && ! grep -q "freed" "$WORK/out" &&
+	ok "mem free 2^32 + 1: usage error, buffer 1 not freed" || { not_ok "mem free 2^32 + 1 (rc=$rc)"; diag "$WORK/out" "$WORK/err"; }
+usage_error "bar read 2^32 + 2 (not BAR 2)" bar read 4294967298 0 4
+usage_error "dma read --buffer 2^32 + 1" dma read 4K --buffer 4294967297
+usage_error "irq wait --timeout past 32 bits" irq wait c2h --timeout 4294967296
 printf 'reg write SCRATCH 9\nreg read SCRATCH\nreg read NOPE\nreg read SCRATCH\n' >"$WORK/bad"
 run M run "$WORK/bad"
 [ $rc -eq 2 ] && grep -q "bad:3: unknown register" "$WORK/err" && [ "$(grep -c SCRATCH "$WORK/out")" -eq 2 ] &&

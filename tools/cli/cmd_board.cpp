@@ -97,7 +97,7 @@ void cmd_reg_dump(Session &s, const Args &a)
 void cmd_bar_read(Session &s, const Args &a)
 {
 	a.max_positionals(3);
-	unsigned bar = static_cast<unsigned>(num(a, a.at(0, "BAR number"), "BAR"));
+	unsigned bar = num32(a, a.at(0, "BAR number"), "BAR");
 	std::uint64_t off = num(a, a.at(1, "offset"), "offset");
 	std::uint64_t len = size_arg(a, a.at(2, "length"));
 	if (bar >= PD_MAX_BARS)
@@ -119,7 +119,7 @@ void cmd_bar_read(Session &s, const Args &a)
 
 void cmd_bar_write(Session &s, const Args &a)
 {
-	unsigned bar = static_cast<unsigned>(num(a, a.at(0, "BAR number"), "BAR"));
+	unsigned bar = num32(a, a.at(0, "BAR number"), "BAR");
 	std::uint64_t off = num(a, a.at(1, "offset"), "offset");
 	if (bar >= PD_MAX_BARS)
 		a.fail(strprintf("BAR %u: there are %u", bar, PD_MAX_BARS));
@@ -200,7 +200,7 @@ void cmd_irq_wait(Session &s, const Args &a)
 	a.max_positionals(1);
 	unsigned bit;
 	unsigned vec = irq_vector(s, a, a.at(0, "source (c2h, h2c, error or a vector number)"), &bit);
-	std::uint32_t ms = static_cast<std::uint32_t>(num(a, a.get("--timeout", "1000"), "timeout"));
+	std::uint32_t ms = num32(a, a.get("--timeout", "1000"), "timeout");
 	int n = s.board().device().waitIrq(vec, ms);
 	if (n == 0)
 		throw Failed(strprintf("irq wait: no interrupt on vector %u within %u ms", vec, ms));

@@ -53,7 +53,7 @@ void cmd_mem_alloc(Session &s, const Args &a)
 void cmd_mem_free(Session &s, const Args &a)
 {
 	a.max_positionals(1);
-	unsigned id = static_cast<unsigned>(num(a, a.at(0, "buffer id"), "buffer id"));
+	unsigned id = num32(a, a.at(0, "buffer id"), "buffer id");
 	if (!s.held().erase(id))
 		throw Failed(strprintf("no buffer %u", id));
 	if (!s.quiet())

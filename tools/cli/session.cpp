@@ -315,7 +315,7 @@ mprace::DMAEngine &engine_for(Session &s, const Args &a)
 mprace::DMABuffer &dma_buffer(Session &s, const Args &a, std::size_t size, pd_dma_dir dir, HeldBuffer &tmp)
 {
 	if (a.has("--buffer")) {
-		unsigned id = static_cast<unsigned>(num(a, a.get("--buffer"), "buffer id"));
+		unsigned id = num32(a, a.get("--buffer"), "buffer id");
 		auto it = s.held().find(id);
 		if (it == s.held().end())
 			a.fail(strprintf("no buffer %u (mprace mem list shows the buffers of this invocation)", id));

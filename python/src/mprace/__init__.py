@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import errno
+import math
 import os
 from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -410,9 +411,7 @@ class Transfer:
         """Waits for the end (timeout in seconds, None: no limit) and returns the bytes moved.
         Raises EngineError when it failed, TransferTimeout after `timeout` (it is aborted),
         KeyboardInterrupt on Ctrl-C (it is aborted)."""
-        if timeout is not None and timeout < 0:
-            raise ValueError("timeout must be >= 0 seconds, or None")
-        return self._core.wait(-1.0 if timeout is None else float(timeout))
+        return self._core.wait(_timeout(timeout))
 
     @property
     def done(self) -> bool:
@@ -639,8 +638,9 @@ class Board:
             raise ValueError("source is 0 .. 65535")
         if chunks_per_timeframe < 1:
             raise ValueError("chunks_per_timeframe must be >= 1")
-        if not isinstance(connect_timeout, (int, float)) or connect_timeout <= 0:
-            raise ValueError("connect_timeout is a number of seconds > 0")
+        if (not isinstance(connect_timeout, (int, float)) or isinstance(connect_timeout, bool)
+                or not 0 < connect_timeout < 1e6):  # NaN fails the comparison
+            raise ValueError(f"connect_timeout is a number of seconds > 0 (below 1e6), not {connect_timeout!r}")
         return NetSender(self._core.net_sender(builtins.list(to), int(source), route == "hash", int(chunks_per_timeframe),
                                                int(buffer_bytes), int(count), float(connect_timeout)))
 
@@ -681,11 +681,12 @@ class Board:
 
 
 def _timeout(t: Optional[float]) -> float:
+    """Seconds for the core; -1: no limit (None, or infinity)."""
     if t is None:
         return -1.0
-    if not isinstance(t, (int, float)) or t < 0:
-        raise ValueError("timeout is a number of seconds >= 0, or None")
-    return float(t)
+    if not isinstance(t, (int, float, np.integer, np.floating)) or isinstance(t, bool) or not t >= 0:
+        raise ValueError(f"timeout is a number of seconds >= 0, or None, not {t!r}")  # NaN fails t >= 0
+    return -1.0 if math.isinf(t) else float(t)
 
 
 def _shape_dtype(shape, dtype) -> Tuple[Tuple[int, ...], np.dtype]:
