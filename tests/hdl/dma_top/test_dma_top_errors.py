@@ -147,7 +147,7 @@ async def reset_during_transfers(dut):
     cring, hring = Ring(tb, C2H, 4), Ring(tb, H2C, 4)
     await cring.configure()
     await hring.configure()
-    for k in range(env_int("HDL_RESET_ITERS", 48)):
+    for k in range(env_int("HDL_RESET_ITERS", 48 if os.environ.get("HDL_SOAK") else 24)):
         how = "global" if k % 4 == 3 else "channel"
         await tb.wr("TEST_CONTROL", TEST_CONTROL(C2H_SOURCE=SRC_GEN, H2C_SINK=1))
         for ring in (cring, hring):
