@@ -21,6 +21,7 @@ the function.
 Usage: docs-examples.py TOP_SRCDIR TOP_BUILDDIR (environment: DOCS_CC, DOCS_CXX, DOCS_FLAGS,
 DOCS_CUDA_HOME)
 """
+import concurrent.futures
 import glob
 import os
 import re
@@ -92,68 +93,85 @@ for path in docs:
 env = dict(os.environ)
 env.setdefault("PCIDRIVER_BACKEND_PATH", f"{build}/vboard/.libs")
 env.setdefault("MPRACE_SIM_BUILD", f"{build}/tests/hdl/sim_build/cosim")
-print(f"1..{len(blocks) + len(commands)}")
-with tempfile.TemporaryDirectory() as tmp:
-    for n, (doc, line, lang, code) in enumerate(blocks, 1):
-        name = f"{doc}:{line}"
-        program = re.search(r"\bint\s+main\s*\(", code) is not None
-        uses_cuda = re.search(r"#include\s*[<\"]bufmgr/(net_)?cuda", code) is not None
-        if uses_cuda and not cuda_home:
-            print(f"ok {n} - {name} # SKIP uses CUDA: this build has no CUDA toolkit")
-            continue
-        uses_ucx = re.search(r"#include\s*[<\"]bufmgr/net\.hpp", code) is not None
-        if uses_ucx and not ucx_libs:
-            print(f"ok {n} - {name} # SKIP uses the network stage: this build has no UCX")
-            continue
-        src = os.path.join(tmp, f"ex{n}.{'c' if lang == 'c' and program else 'cpp'}")
-        with open(src, "w") as f:
-            if program:
-                f.write(code)
-            else:
-                hoisted = "".join(l + "\n" for l in code.splitlines() if l.startswith("#include"))
-                body = "\n".join(l for l in code.splitlines() if not l.startswith("#include"))
-                f.write(hoisted + FRAGMENT % body)
-        exe = os.path.join(tmp, f"ex{n}")
-        comp = (cc if src.endswith(".c") else cxx) + flags + incs + \
-            (cuda_flags if uses_cuda else []) + \
-            (["-std=gnu11"] if src.endswith(".c") else ["-std=c++17"]) + [src, "-o", exe] + libs + \
-            (cuda_libs if uses_cuda else []) + (ucx_libs if uses_ucx else [])
-        r = subprocess.run(comp, capture_output=True, text=True)
-        if r.returncode != 0:
-            print(f"not ok {n} - {name}: {'program' if program else 'fragment'} does not compile")
-            for l in r.stderr.splitlines()[:15]:
-                print(f"# {l}")
-            continue
-        if not program:
-            print(f"ok {n} - {name}: fragment compiles")
-            continue
-        try:
-            r = subprocess.run([exe], capture_output=True, text=True, timeout=60, env=env)
-            rc = r.returncode
-        except subprocess.TimeoutExpired:
-            rc = "timeout"
-        if rc == 0:
-            print(f"ok {n} - {name}: program runs, exit 0")
-        else:
-            print(f"not ok {n} - {name}: program exit {rc}")
-            for l in (r.stdout + r.stderr).splitlines()[:10] if rc != "timeout" else []:
-                print(f"# {l}")
+cmd_env = dict(env, PATH=f"{build}/tools:" + env.get("PATH", ""))
+cmd_env.pop("PCIDRIVER_DEVICE", None)   # the docs' "default board" is the tools' fallback
 
-    env["PATH"] = f"{build}/tools:" + env.get("PATH", "")
-    env.pop("PCIDRIVER_DEVICE", None)   # the docs' "default board" is the tools' fallback
-    for n, (doc, line, cmd, good) in enumerate(commands, len(blocks) + 1):
+
+def check_block(tmp, n, doc, line, lang, code):
+    """Compiles (and runs, for a program) one code block; returns its TAP line and comments."""
+    name = f"{doc}:{line}"
+    program = re.search(r"\bint\s+main\s*\(", code) is not None
+    uses_cuda = re.search(r"#include\s*[<\"]bufmgr/(net_)?cuda", code) is not None
+    if uses_cuda and not cuda_home:
+        return [f"ok {n} - {name} # SKIP uses CUDA: this build has no CUDA toolkit"]
+    uses_ucx = re.search(r"#include\s*[<\"]bufmgr/net\.hpp", code) is not None
+    if uses_ucx and not ucx_libs:
+        return [f"ok {n} - {name} # SKIP uses the network stage: this build has no UCX"]
+    src = os.path.join(tmp, f"ex{n}.{'c' if lang == 'c' and program else 'cpp'}")
+    with open(src, "w") as f:
+        if program:
+            f.write(code)
+        else:
+            hoisted = "".join(l + "\n" for l in code.splitlines() if l.startswith("#include"))
+            body = "\n".join(l for l in code.splitlines() if not l.startswith("#include"))
+            f.write(hoisted + FRAGMENT % body)
+    exe = os.path.join(tmp, f"ex{n}")
+    # a fragment's function is never called, so nothing of it reaches the linker: checking
+    # it (templates instantiated) is all a build would do
+    out = [src, "-o", exe] + libs + (cuda_libs if uses_cuda else []) + \
+        (ucx_libs if uses_ucx else []) if program else ["-fsyntax-only", src]
+    comp = (cc if src.endswith(".c") else cxx) + flags + incs + \
+        (cuda_flags if uses_cuda else []) + \
+        (["-std=gnu11"] if src.endswith(".c") else ["-std=c++17"]) + out
+    r = subprocess.run(comp, capture_output=True, text=True)
+    if r.returncode != 0:
+        return [f"not ok {n} - {name}: {'program' if program else 'fragment'} does not compile"] + \
+            [f"# {l}" for l in r.stderr.splitlines()[:15]]
+    if not program:
+        return [f"ok {n} - {name}: fragment compiles"]
+    try:
+        r = subprocess.run([exe], capture_output=True, text=True, timeout=60, env=env)
+        rc = r.returncode
+    except subprocess.TimeoutExpired:
+        rc = "timeout"
+    if rc == 0:
+        return [f"ok {n} - {name}: program runs, exit 0"]
+    return [f"not ok {n} - {name}: program exit {rc}"] + \
+        [f"# {l}" for l in ((r.stdout + r.stderr).splitlines()[:10] if rc != "timeout" else [])]
+
+
+def check_commands(tmp, first):
+    """Runs the docs' command lines in order, in one directory (a later one may read what an
+    earlier one wrote); returns the TAP lines and comments of each."""
+    results = []
+    for n, (doc, line, cmd, good) in enumerate(commands, first):
         if good is None:
-            print(f"ok {n} - {doc}:{line}: `{cmd}` # SKIP no simulator environment yet")
+            results.append([f"ok {n} - {doc}:{line}: `{cmd}` # SKIP no simulator environment yet"])
             continue
         try:
             r = subprocess.run(cmd, shell=True, cwd=tmp, capture_output=True, text=True,
-                               timeout=60, env=env)
+                               timeout=60, env=cmd_env)
             rc = r.returncode
         except subprocess.TimeoutExpired:
             rc = "timeout"
         if rc in good:
-            print(f"ok {n} - {doc}:{line}: `{cmd}` exits {rc}")
+            results.append([f"ok {n} - {doc}:{line}: `{cmd}` exits {rc}"])
         else:
-            print(f"not ok {n} - {doc}:{line}: `{cmd}` exit {rc}")
-            for l in (r.stderr.splitlines()[:5] if rc != "timeout" else []):
-                print(f"# {l}")
+            results.append([f"not ok {n} - {doc}:{line}: `{cmd}` exit {rc}"] +
+                           [f"# {l}" for l in (r.stderr.splitlines()[:5] if rc != "timeout" else [])])
+    return results
+
+
+print(f"1..{len(blocks) + len(commands)}", flush=True)
+# the blocks on every core (their compiles dominate), the command lines in order beside them;
+# the checks look at exit codes, not at times; reported in order
+with tempfile.TemporaryDirectory() as tmp, \
+        concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    cmd_dir = os.path.join(tmp, "commands")
+    os.mkdir(cmd_dir)
+    command_job = pool.submit(check_commands, cmd_dir, len(blocks) + 1)
+    jobs = [pool.submit(check_block, tmp, n, *b) for n, b in enumerate(blocks, 1)]
+    for job in jobs:
+        print("\n".join(job.result()), flush=True)
+    for lines in command_job.result():
+        print("\n".join(lines), flush=True)

@@ -470,7 +470,7 @@ class Registers:
         return {name: self[name] for name in _spec.REGISTERS}
 
 
-class Board:
+class Board(_Closable):
     """An open board. Use open() in a with-statement; close() frees its buffers' device
     mappings and the engine (see docs/python.md, 'Lifetime')."""
 
@@ -479,24 +479,14 @@ class Board:
             name = os.environ.get("PCIDRIVER_DEVICE", "")
         if not isinstance(name, str):
             raise TypeError(f"a device name is a str, not {type(name).__name__}")
-        self._core = _Board(name)
+        super().__init__(_Board(name))
         self.regs = Registers(self)
 
     # -- lifetime
     def close(self) -> None:
         """Aborts running transfers, destroys the engine, unmaps every buffer from the device.
         Idempotent. Arrays over user memory stay valid; see docs/python.md, 'Lifetime'."""
-        self._core.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._core.closed
-
-    def __enter__(self) -> "Board":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        super().close()
 
     def __repr__(self) -> str:
         if self.closed:
