@@ -14,7 +14,7 @@ if [ ! -x "$top_builddir/tests/hdl/.venv/bin/python" ]; then
 	exit 77
 fi
 MPRACE_SIM_BUILD=${MPRACE_SIM_BUILD:-$top_builddir/tests/hdl/sim_build/cosim}
-CONFORMANCE_DEVICES=${SIM_CONFORMANCE_DEVICES:-"sim: sim:split=1,reorder=1,pause=30,sg=pages,maxseg=64K sim:mps=128,mrrs=128,msi=1,sg=merged sim:mps=512,mrrs=1024,reorder=1 sim:width=512,split=1,pause=20 sim:block=ptile,width=512,split=1,reorder=1,pause=20 sim:block=htile,split=1,reorder=1,pause=20,msi=1 sim:block=htile,width=512,split=1,reorder=1,pause=20"}
+CONFORMANCE_DEVICES=${SIM_CONFORMANCE_DEVICES:-"sim: sim:split=1,reorder=1,pause=30,sg=pages,maxseg=64K sim:mps=128,mrrs=128,msi=1,sg=merged sim:width=512,mps=512,mrrs=1024,split=1,reorder=1,pause=20 sim:block=ptile,width=512,split=1,reorder=1,pause=20 sim:block=htile,split=1,reorder=1,pause=20,msi=1 sim:block=htile,width=512,split=1,reorder=1,pause=20"}
 CONFORMANCE_ARGS=--long
 # one simulator per core: each runs on one
 if [ -z "${CONFORMANCE_JOBS:-}" ]; then
